@@ -1,0 +1,83 @@
+"""Parley's domain: messages, MessageList, LLMConversation, LLMPromptBuilder, the model interface.
+
+Imports only the standard library: it runs in a plain Python process and is usable as a library.
+"""
+
+from app.domain.adapter import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    MessageStop,
+    ModelAdapter,
+    ModelResponse,
+    RequestOptions,
+    StreamChunk,
+    ToolSpec,
+    ToolUse,
+    Usage,
+    collect_response,
+)
+from app.domain.builder import LLMPromptBuilder
+from app.domain.config import ConversationConfig
+from app.domain.context import ContextWindow, approximate_tokens, context_within
+from app.domain.conversation import LLMConversation, MessageAppended, RunEvent, ToolResult
+from app.domain.errors import (
+    ConversationConfigurationError,
+    ConversationError,
+    ConversationFileError,
+    DeltaApplicationError,
+    MessageListDeserializationError,
+    MessageListSerializationError,
+    ProviderError,
+    ToolRoundLimitError,
+)
+from app.domain.formats import to_anthropic_format, to_openai_format
+from app.domain.message_list import FORMAT_VERSION, MessageList
+from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
+from app.domain.tools import Tool, to_jsonable
+
+__all__ = [
+    "FORMAT_VERSION",
+    "AgentMessage",
+    "ContentBlockDelta",
+    "ContentBlockStart",
+    "ContentBlockStop",
+    "ContextWindow",
+    "ConversationConfig",
+    "ConversationConfigurationError",
+    "ConversationError",
+    "ConversationFileError",
+    "DefaultModelSelectionStrategy",
+    "DeltaApplicationError",
+    "LLMConversation",
+    "LLMPromptBuilder",
+    "Message",
+    "MessageAppended",
+    "MessageList",
+    "MessageListDeserializationError",
+    "MessageListSerializationError",
+    "MessageStop",
+    "ModelAdapter",
+    "ModelResponse",
+    "ModelSelectionStrategy",
+    "ProviderError",
+    "RequestOptions",
+    "Role",
+    "RunEvent",
+    "StreamChunk",
+    "TextMessage",
+    "Tool",
+    "ToolCallMessage",
+    "ToolResult",
+    "ToolRoundLimitError",
+    "ToolSpec",
+    "ToolUse",
+    "Usage",
+    "approximate_tokens",
+    "collect_response",
+    "context_within",
+    "to_anthropic_format",
+    "to_jsonable",
+    "to_openai_format",
+]

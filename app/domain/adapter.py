@@ -1,0 +1,148 @@
+"""The model interface (seed 004): the ModelAdapter protocol and the StreamChunk variants.
+
+Imports only the standard library. Implementations live in ``app.providers``; the conversation
+runs against this protocol and never sees a vendor type.
+
+A stream is: for each text block ``ContentBlockStart``, ``ContentBlockDelta``…,
+``ContentBlockStop``; a ``ToolUse`` per call once its arguments are complete; and last one
+``MessageStop`` with the stop reason and usage. A stream that cannot finish raises
+``ProviderError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+
+from app.domain.messages import Message
+
+
+@dataclass(frozen=True)
+class ContentBlockStart:
+    """A content block (text) begins."""
+
+    index: int = 0
+    kind: ClassVar[Literal["content_block_start"]] = "content_block_start"
+
+
+@dataclass(frozen=True)
+class ContentBlockDelta:
+    """A piece of text of the current block."""
+
+    delta: str
+    index: int = 0
+    kind: ClassVar[Literal["content_block_delta"]] = "content_block_delta"
+
+
+@dataclass(frozen=True)
+class ContentBlockStop:
+    """The current content block ends."""
+
+    index: int = 0
+    kind: ClassVar[Literal["content_block_stop"]] = "content_block_stop"
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """The model calls a tool; ``params`` are the complete arguments."""
+
+    tool_name: str
+    params: dict[str, Any]
+    id: str
+    kind: ClassVar[Literal["tool_use"]] = "tool_use"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens the provider counted for one model reply."""
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class MessageStop:
+    """The model's reply ends. ``stop_reason``: ``end_turn``, ``tool_use``, ``max_tokens``…"""
+
+    stop_reason: str = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+    kind: ClassVar[Literal["message_stop"]] = "message_stop"
+
+
+StreamChunk = ContentBlockStart | ContentBlockDelta | ContentBlockStop | ToolUse | MessageStop
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """What a model is told about a tool: name, description, JSON-schema parameters."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RequestOptions:
+    """Per-request model settings taken from the conversation's config."""
+
+    model: str | None = None
+    temperature: float | None = None
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    """A whole (non-streamed) model reply."""
+
+    text: str = ""
+    tool_calls: tuple[ToolUse, ...] = ()
+    stop_reason: str = "end_turn"
+    usage: Usage = field(default_factory=Usage)
+
+
+@runtime_checkable
+class ModelAdapter(Protocol):
+    """A model provider behind one interface (seed 004)."""
+
+    name: str
+    """The provider's name in a conversation's config: ``openai``, ``anthropic``, ``offline``."""
+
+    default_model: str
+    """The model used when the conversation names none."""
+
+    async def send_message(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+    ) -> ModelResponse:
+        """Send the messages and return the whole reply."""
+        ...
+
+    def stream_message(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+    ) -> AsyncIterator[StreamChunk]:
+        """Send the messages and yield the reply as StreamChunks, ``MessageStop`` last.
+
+        Closing the iterator early closes the upstream request.
+        """
+        ...
+
+
+async def collect_response(chunks: AsyncIterator[StreamChunk]) -> ModelResponse:
+    """Gather a chunk stream into one ModelResponse (an adapter may use it for send_message)."""
+    text: list[str] = []
+    calls: list[ToolUse] = []
+    stop = MessageStop()
+    async for chunk in chunks:
+        if isinstance(chunk, ContentBlockDelta):
+            text.append(chunk.delta)
+        elif isinstance(chunk, ToolUse):
+            calls.append(chunk)
+        elif isinstance(chunk, MessageStop):
+            stop = chunk
+    return ModelResponse("".join(text), tuple(calls), stop.stop_reason, stop.usage)

@@ -1,0 +1,195 @@
+"""LLMPromptBuilder: the immutable composition tool of the delta pattern (seeds 000, 001, 003).
+
+Imports only the standard library and the domain. Every method returns a new builder; the
+deltas (messages, tool results, config) are applied to the referenced conversation — or to a new
+one, for a fresh builder — only by ``prompt_conversation``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from app.domain.config import ConversationConfig
+from app.domain.conversation import LLMConversation, ToolResult
+from app.domain.errors import ConversationFileError, MessageListDeserializationError
+from app.domain.message_list import MessageList
+from app.domain.messages import AgentMessage, Message, Role, TextMessage
+from app.domain.selection import ModelSelectionStrategy
+from app.domain.tools import Tool
+
+
+class LLMPromptBuilder:
+    """Accumulates deltas immutably; applies them to its conversation on execution."""
+
+    __slots__ = ("_base_config", "_conversation", "_delta_config", "_delta_messages", "_results")
+
+    def __init__(
+        self,
+        conversation: LLMConversation | None = None,
+        delta_messages: MessageList | None = None,
+        delta_config: Mapping[str, Any] | None = None,
+        *,
+        model_selector: ModelSelectionStrategy | None = None,
+        _tool_results: tuple[ToolResult, ...] = (),
+    ) -> None:
+        self._conversation = conversation
+        self._delta_messages = delta_messages.copy() if delta_messages else MessageList()
+        self._delta_config: dict[str, Any] = dict(delta_config or {})
+        self._base_config = (
+            ConversationConfig()
+            if model_selector is None
+            else ConversationConfig(model_selector=model_selector)
+        )
+        self._results = _tool_results  # set last: from here on the builder is frozen
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if hasattr(self, "_results"):
+            raise AttributeError("LLMPromptBuilder is immutable; its methods return new builders")
+        object.__setattr__(self, name, value)
+
+    def _copy(
+        self,
+        message: Message | None = None,
+        config: Mapping[str, Any] | None = None,
+        result: ToolResult | None = None,
+    ) -> LLMPromptBuilder:
+        messages = self._delta_messages.copy()
+        if message is not None:
+            messages.append(message)
+        new = LLMPromptBuilder(
+            self._conversation,
+            messages,
+            {**self._delta_config, **(config or {})},
+            _tool_results=self._results + ((result,) if result else ()),
+        )
+        object.__setattr__(new, "_base_config", self._base_config)
+        return new
+
+    # --- what it holds ----------------------------------------------------------------------
+
+    @property
+    def conversation(self) -> LLMConversation | None:
+        """The conversation the deltas apply to; None for a fresh builder."""
+        return self._conversation
+
+    @property
+    def delta_messages(self) -> MessageList:
+        """A copy of the messages this builder will add."""
+        return self._delta_messages.copy()
+
+    @property
+    def delta_config(self) -> dict[str, Any]:
+        """A copy of the config changes this builder will apply."""
+        return dict(self._delta_config)
+
+    # --- messages ---------------------------------------------------------------------------
+
+    def agent(self, text: str) -> LLMPromptBuilder:
+        """Add a system prompt."""
+        return self._copy(AgentMessage(_text(text, "agent")))
+
+    def assistant(self, text: str) -> LLMPromptBuilder:
+        """Inject an assistant message (priming, or a prefill when it is last)."""
+        return self._copy(TextMessage(_text(text, "assistant"), Role.ASSISTANT))
+
+    def context(self, text: str) -> LLMPromptBuilder:
+        """Add user-side context."""
+        return self._copy(TextMessage(_text(text, "context"), Role.USER))
+
+    def request(self, text: str) -> LLMPromptBuilder:
+        """Add the user's request."""
+        return self._copy(TextMessage(_text(text, "request"), Role.USER))
+
+    def tool_result(
+        self, tool_call_id: str, result: Any = None, error: str | None = None
+    ) -> LLMPromptBuilder:
+        """Complete a pending client tool call when the deltas are applied."""
+        return self._copy(result=ToolResult(tool_call_id, result, error))
+
+    # --- config -----------------------------------------------------------------------------
+
+    def provider(self, provider_name: str) -> LLMPromptBuilder:
+        """Run on this provider from now on."""
+        return self._copy(config={"preferred_provider": provider_name})
+
+    def model(self, model_name: str) -> LLMPromptBuilder:
+        """Run on this model from now on."""
+        return self._copy(config={"preferred_model": model_name})
+
+    def tools(self, *tool_functions: Callable[..., Any] | Tool) -> LLMPromptBuilder:
+        """Make these tools available in addition to those already configured."""
+        added = [f if isinstance(f, Tool) else Tool.from_function(f) for f in tool_functions]
+        return self._copy(config={"tools": [*self._delta_config.get("tools", ()), *added]})
+
+    # --- execution --------------------------------------------------------------------------
+
+    def prompt_conversation(self, **kwargs: Any) -> LLMConversation:
+        """Apply the deltas to the conversation (a new one for a fresh builder) and return it."""
+        conversation = self._conversation or LLMConversation(config=self._base_config)
+        config = dict(self._delta_config)
+        if "tools" in config:
+            config["tools"] = _merged(list(conversation.config.tools), config["tools"])
+        conversation.apply_delta(self._delta_messages, config, self._results)
+        conversation._kwargs.update(kwargs)
+        conversation._restart_iteration()
+        return conversation
+
+    async def prompt(self, **kwargs: Any) -> str:
+        """One-shot: run a conversation to its end and return the final assistant text."""
+        conversation = self.prompt_conversation(**kwargs)
+        final: Message | None = None
+        async for message in conversation:
+            final = message
+        if isinstance(final, TextMessage) and final.role is Role.ASSISTANT:
+            return final.text
+        return "" if final is None else str(final)
+
+    def load_conversation(
+        self, source: str | Path | IO[str] | Mapping[str, Any]
+    ) -> LLMConversation:
+        """A new conversation from a saved MessageList (file name, Path, stream or dict).
+
+        This builder's deltas are then applied to it, as ``prompt_conversation`` would.
+        """
+        messages = MessageList.from_dict(_read_document(source))
+        conversation = LLMConversation(messages, self._base_config)
+        target = LLMPromptBuilder(
+            conversation, self._delta_messages, self._delta_config, _tool_results=self._results
+        )
+        return target.prompt_conversation()
+
+
+def _text(text: Any, method: str) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f".{method}() takes text (a str), not {type(text).__name__}")
+    return text.strip()
+
+
+def _merged(current: list[Tool], added: list[Tool]) -> list[Tool]:
+    """``current`` with ``added`` on top; a tool of the same name is replaced."""
+    names = {t.name for t in added}
+    return [*(t for t in current if t.name not in names), *added]
+
+
+def _read_document(source: str | Path | IO[str] | Mapping[str, Any]) -> Any:
+    if isinstance(source, Mapping):
+        return source
+    try:
+        if isinstance(source, str | Path):
+            with Path(source).open(encoding="utf-8") as f:
+                return json.load(f)
+        if callable(getattr(source, "read", None)):
+            return json.load(source)
+    except OSError as exc:
+        raise ConversationFileError(f"cannot read conversation from {source!r}: {exc}") from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MessageListDeserializationError(
+            f"conversation data in {source!r} is not valid JSON: {exc}"
+        ) from exc
+    raise TypeError(
+        f"load_conversation takes a file name, Path, text stream or dict, not "
+        f"{type(source).__name__}"
+    )

@@ -1,0 +1,88 @@
+"""Token counts and the context a run sends within a token budget (seed 002).
+
+Imports only the standard library. The count here is an approximation (about four characters a
+token plus a few tokens of framing per message); a provider may pass an exact ``TokenCounter``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from app.domain.messages import AgentMessage, Message, TextMessage, ToolCallMessage
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens of framing (role, separators) counted once per message."""
+
+
+def approximate_tokens(text: str) -> int:
+    """About four characters a token, never less than one token for a non-empty text."""
+    return math.ceil(len(text) / 4)
+
+
+def message_text(message: Message) -> str:
+    """All the text of a message that a model reads."""
+    if isinstance(message, TextMessage | AgentMessage):
+        return message.text
+    if isinstance(message, ToolCallMessage):
+        parts = [message.message, message.tool_name, json.dumps(message.arguments)]
+        if not message.pending:
+            parts.append(message.result_text())
+        return " ".join(parts)
+    return ""  # pragma: no cover - every message type is handled above
+
+
+def count_message_tokens(message: Message, counter: TokenCounter = approximate_tokens) -> int:
+    """The tokens one message costs, framing included."""
+    return counter(message_text(message)) + MESSAGE_OVERHEAD_TOKENS
+
+
+@dataclass(frozen=True)
+class ContextWindow:
+    """The messages a run sends, with where they came from and what they cost."""
+
+    messages: tuple[Message, ...]
+    indices: tuple[int, ...]
+    token_counts: tuple[int, ...]
+    dropped: int
+
+    @property
+    def total_tokens(self) -> int:
+        return sum(self.token_counts)
+
+
+def context_within(
+    messages: Sequence[Message],
+    max_tokens: int | None,
+    counter: TokenCounter = approximate_tokens,
+) -> ContextWindow:
+    """The messages that fit in ``max_tokens``.
+
+    System prompts are always kept; then the most recent other messages, newest first, as many
+    as fit, stopping at the first that does not (the kept history is one unbroken tail). A tool
+    call and its result are one message, so they are never separated.
+    """
+    counts = [count_message_tokens(m, counter) for m in messages]
+    system = {i for i, m in enumerate(messages) if isinstance(m, AgentMessage)}
+    budget = None if max_tokens is None else max_tokens - sum(counts[i] for i in system)
+    kept = set(system)
+    for i in range(len(messages) - 1, -1, -1):
+        if i in system:
+            continue
+        if budget is not None:
+            if counts[i] > budget:
+                break
+            budget -= counts[i]
+        kept.add(i)
+    order = sorted(kept)
+    return ContextWindow(
+        messages=tuple(messages[i] for i in order),
+        indices=tuple(order),
+        token_counts=tuple(counts[i] for i in order),
+        dropped=len(messages) - len(order),
+    )

@@ -1,0 +1,130 @@
+"""A MessageList in the OpenAI chat and Anthropic messages shapes (seed 002, DESIGN §2).
+
+Imports only the standard library; the shapes are plain dicts, no SDK types. Consecutive
+ToolCallMessages are one assistant turn, except that one carrying its own text starts a new
+turn: that is how several calls from one reply are stored. A call's result follows its turn as
+a ``tool`` message (OpenAI) or a ``tool_result`` block (Anthropic). Pending calls are left out
+when ``include_pending`` is false, so nothing unresolved is sent to a model.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+
+
+def tool_call_turns(
+    messages: Sequence[Message], include_pending: bool = True
+) -> Iterator[Message | list[ToolCallMessage]]:
+    """Messages in order, with each assistant turn of tool calls gathered into a list."""
+    turn: list[ToolCallMessage] = []
+    for message in messages:
+        if isinstance(message, ToolCallMessage):
+            if message.pending and not include_pending:
+                continue
+            if turn and message.message:
+                yield turn
+                turn = []
+            turn.append(message)
+            continue
+        if turn:
+            yield turn
+            turn = []
+        yield message
+    if turn:
+        yield turn
+
+
+def to_openai_format(
+    messages: Sequence[Message], include_pending: bool = True
+) -> list[dict[str, Any]]:
+    """Chat-completions messages: ``{"role", "content"}`` plus ``tool_calls`` and ``tool``."""
+    out: list[dict[str, Any]] = []
+    for item in tool_call_turns(messages, include_pending):
+        if isinstance(item, list):
+            text = item[0].message
+            out.append(
+                {
+                    "role": "assistant",
+                    "content": text or None,
+                    "tool_calls": [
+                        {
+                            "id": call.tool_call_id,
+                            "type": "function",
+                            "function": {
+                                "name": call.tool_name,
+                                "arguments": json.dumps(call.arguments, ensure_ascii=False),
+                            },
+                        }
+                        for call in item
+                    ],
+                }
+            )
+            out.extend(
+                {"role": "tool", "tool_call_id": call.tool_call_id, "content": call.result_text()}
+                for call in item
+                if not call.pending
+            )
+        elif isinstance(item, AgentMessage):
+            out.append({"role": "system", "content": item.text})
+        elif isinstance(item, TextMessage):
+            out.append({"role": item.role.value, "content": item.text})
+    return out
+
+
+def to_anthropic_format(
+    messages: Sequence[Message], include_pending: bool = True
+) -> dict[str, Any]:
+    """Messages-API shape: ``{"system": str, "messages": [...]}``, same-role turns merged.
+
+    System prompts (and system-role text) are joined into ``system``; tool calls become
+    ``tool_use`` blocks and their results ``tool_result`` blocks in the following user turn.
+    """
+    system: list[str] = []
+    turns: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if turns and turns[-1]["role"] == role:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role, "content": blocks})
+
+    for item in tool_call_turns(messages, include_pending):
+        if isinstance(item, list):
+            blocks: list[dict[str, Any]] = []
+            if item[0].message:
+                blocks.append({"type": "text", "text": item[0].message})
+            blocks.extend(
+                {
+                    "type": "tool_use",
+                    "id": call.tool_call_id,
+                    "name": call.tool_name,
+                    "input": call.arguments,
+                }
+                for call in item
+            )
+            add("assistant", blocks)
+            results = [_tool_result_block(call) for call in item if not call.pending]
+            if results:
+                add("user", results)
+        elif isinstance(item, AgentMessage) or (
+            isinstance(item, TextMessage) and item.role is Role.SYSTEM
+        ):
+            system.append(item.text)
+        elif isinstance(item, TextMessage):
+            add(item.role.value, [{"type": "text", "text": item.text}])
+    return {"system": "\n\n".join(system), "messages": turns}
+
+
+def _tool_result_block(call: ToolCallMessage) -> dict[str, Any]:
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "tool_use_id": call.tool_call_id,
+        "content": call.result_text(),
+    }
+    if call.error is not None:
+        block["is_error"] = True
+    return block

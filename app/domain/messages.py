@@ -1,0 +1,243 @@
+"""Messages: immutable values tagged by ``type``, and their one codec (seed 001, format "1.0").
+
+Imports only the standard library. A message has no identity of its own: its place in a
+MessageList (its index) is what storage and the API call it by.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import Any, ClassVar
+
+from app.domain.errors import MessageListDeserializationError, MessageListSerializationError
+
+
+class Role(StrEnum):
+    """Who speaks a message."""
+
+    SYSTEM = "system"
+    USER = "user"
+    ASSISTANT = "assistant"
+
+
+@dataclass(frozen=True)
+class Message:
+    """Base of every message; subclasses carry a literal ``type`` tag."""
+
+    type: ClassVar[str] = "Message"
+
+    @property
+    def role(self) -> Role:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def to_serializable_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class TextMessage(Message):
+    """Plain text from the user or the assistant.
+
+    ``incomplete`` marks an assistant message cut short by an abort or an upstream
+    failure; it is serialized only when true (an optional field, see docs/format.md).
+    """
+
+    text: str
+    role: Role = Role.USER
+    incomplete: bool = False
+    type: ClassVar[str] = "TextMessage"
+
+    def to_serializable_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type, "text": self.text, "role": self.role.value}
+        if self.incomplete:
+            data["incomplete"] = True
+        return data
+
+
+@dataclass(frozen=True)
+class AgentMessage(Message):
+    """A system prompt: instructions to the model."""
+
+    text: str
+    type: ClassVar[str] = "AgentMessage"
+
+    @property
+    def role(self) -> Role:
+        return Role.SYSTEM
+
+    def to_serializable_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "text": self.text, "role": Role.SYSTEM.value}
+
+
+@dataclass(frozen=True)
+class ToolCallMessage(Message):
+    """A tool call by the assistant together with its result or error (seed 000/001).
+
+    ``message`` is the assistant text that came with the call; when one reply makes several
+    calls, the text rides on the first and the others carry "". ``pending`` marks a call to a
+    client tool whose result the client has not posted yet; a pending call has neither result
+    nor error. ``result`` is always a JSON value.
+    """
+
+    tool_name: str
+    tool_call_id: str
+    arguments: dict[str, Any] = field(default_factory=dict)
+    result: Any = None
+    error: str | None = None
+    message: str = ""
+    pending: bool = False
+    type: ClassVar[str] = "ToolCallMessage"
+
+    @property
+    def role(self) -> Role:
+        return Role.ASSISTANT
+
+    def completed(self, result: Any = None, error: str | None = None) -> ToolCallMessage:
+        """This call with its outcome filled in and no longer pending."""
+        return replace(self, result=result, error=error, pending=False)
+
+    def result_text(self) -> str:
+        """The outcome as the text a model reads: the error, or the result as JSON."""
+        if self.error is not None:
+            return f"Error: {self.error}"
+        if isinstance(self.result, str):
+            return self.result
+        return json.dumps(self.result, ensure_ascii=False)
+
+    def to_serializable_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": self.type,
+            "message": self.message,
+            "tool_name": self.tool_name,
+            "tool_call_id": self.tool_call_id,
+            "arguments": self.arguments,
+            "result": self.result,
+            "error": self.error,
+            "role": Role.ASSISTANT.value,
+        }
+        if self.pending:
+            data["pending"] = True
+        return data
+
+
+# --- the codec -------------------------------------------------------------------------------
+
+
+def message_to_dict(message: Message, index: int) -> dict[str, Any]:
+    """Serialize one message; raise MessageListSerializationError naming it when impossible."""
+    if not isinstance(message, TextMessage | AgentMessage | ToolCallMessage):
+        raise MessageListSerializationError(
+            f"message {index} is a {type(message).__name__}, which cannot be serialized"
+        )
+    data = message.to_serializable_dict()
+    if isinstance(message, ToolCallMessage):
+        try:
+            json.dumps({"arguments": message.arguments, "result": message.result})
+        except (TypeError, ValueError) as exc:
+            raise MessageListSerializationError(
+                f"message {index} (ToolCallMessage {message.tool_call_id!r} of tool "
+                f"{message.tool_name!r}) holds a value that is not JSON: {exc}"
+            ) from exc
+    return data
+
+
+class _Reader:
+    """Reads the fields of one serialized message, naming index and field on error."""
+
+    def __init__(self, data: Mapping[str, Any], index: int) -> None:
+        self.data = data
+        self.index = index
+
+    def fail(self, field_name: str, problem: str) -> MessageListDeserializationError:
+        return MessageListDeserializationError(f"messages[{self.index}].{field_name}: {problem}")
+
+    def text(self, name: str, *, required: bool = True, non_empty: bool = False) -> str:
+        if name not in self.data:
+            if required:
+                raise self.fail(name, "is missing")
+            return ""
+        value = self.data[name]
+        if not isinstance(value, str):
+            raise self.fail(name, f"must be a string, not {_json_type(value)}")
+        if non_empty and not value.strip():
+            raise self.fail(name, "must not be empty")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.data.get(name, False)
+        if not isinstance(value, bool):
+            raise self.fail(name, f"must be true or false, not {_json_type(value)}")
+        return value
+
+    def role(self, allowed: tuple[Role, ...], default: Role | None = None) -> Role:
+        if "role" not in self.data and default is not None:
+            return default
+        raw = self.data.get("role")
+        for role in allowed:
+            if raw == role.value:
+                return role
+        names = ", ".join(repr(r.value) for r in allowed)
+        raise self.fail("role", f"must be one of {names}, not {raw!r}")
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, list):
+        return "an array"
+    if isinstance(value, dict):
+        return "an object"
+    return type(value).__name__
+
+
+def message_from_dict(data: Any, index: int) -> Message:
+    """Deserialize one message; raise MessageListDeserializationError naming index and field."""
+    if not isinstance(data, Mapping):
+        raise MessageListDeserializationError(
+            f"messages[{index}]: must be an object, not {_json_type(data)}"
+        )
+    r = _Reader(data, index)
+    kind = data.get("type")
+    if kind == TextMessage.type:
+        return TextMessage(
+            text=r.text("text"),
+            role=r.role((Role.USER, Role.ASSISTANT, Role.SYSTEM)),
+            incomplete=r.flag("incomplete"),
+        )
+    if kind == AgentMessage.type:
+        r.role((Role.SYSTEM,), default=Role.SYSTEM)
+        return AgentMessage(text=r.text("text"))
+    if kind == ToolCallMessage.type:
+        return _tool_call_from_dict(r)
+    known = ", ".join((TextMessage.type, AgentMessage.type, ToolCallMessage.type))
+    raise r.fail("type", f"unknown message type {kind!r} (expected one of {known})")
+
+
+def _tool_call_from_dict(r: _Reader) -> ToolCallMessage:
+    r.role((Role.ASSISTANT,), default=Role.ASSISTANT)
+    arguments = r.data.get("arguments", {})
+    if not isinstance(arguments, dict):
+        raise r.fail("arguments", f"must be an object, not {_json_type(arguments)}")
+    error = r.data.get("error")
+    if error is not None and not isinstance(error, str):
+        raise r.fail("error", f"must be a string or null, not {_json_type(error)}")
+    pending = r.flag("pending")
+    result = r.data.get("result")
+    if pending and (result is not None or error is not None):
+        raise r.fail("pending", "a pending call cannot already have a result or an error")
+    return ToolCallMessage(
+        tool_name=r.text("tool_name", non_empty=True),
+        tool_call_id=r.text("tool_call_id", non_empty=True),
+        arguments=arguments,
+        result=result,
+        error=error,
+        message=r.text("message", required=False),
+        pending=pending,
+    )

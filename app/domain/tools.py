@@ -1,0 +1,232 @@
+"""Tools: server-side functions the run executes, and client tools the caller executes.
+
+Imports only the standard library. ``Tool.from_function`` derives a JSON schema from type hints
+and the docstring; ``to_jsonable`` is the documented rule that turns any tool result into JSON
+at execution time, so a run never fails later when its messages are persisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+import datetime as dt
+import enum
+import inspect
+import math
+import re
+import types
+import typing
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any
+
+from app.domain.adapter import ToolSpec
+from app.domain.errors import ConversationConfigurationError
+
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """A tool the model may call. ``function`` is None for a client tool (run by the caller)."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+    function: Callable[..., Any] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not _NAME.match(self.name):
+            raise ConversationConfigurationError(
+                f"tool name {self.name!r} must be 1-64 letters, digits, '_' or '-', "
+                "starting with a letter or '_'"
+            )
+        if not isinstance(self.parameters, dict) or self.parameters.get("type") != "object":
+            raise ConversationConfigurationError(
+                f"tool {self.name!r}: parameters must be a JSON schema of type 'object'"
+            )
+
+    @property
+    def is_client_tool(self) -> bool:
+        """True when the caller, not the run, executes this tool."""
+        return self.function is None
+
+    @property
+    def spec(self) -> ToolSpec:
+        """What the model is told about this tool."""
+        return ToolSpec(self.name, self.description, self.parameters)
+
+    @classmethod
+    def client(
+        cls, name: str, description: str = "", parameters: dict[str, Any] | None = None
+    ) -> Tool:
+        """A tool that the caller executes: the run stops with the call pending."""
+        return cls(name, description, parameters or {"type": "object", "properties": {}})
+
+    @classmethod
+    def from_function(cls, function: Callable[..., Any], name: str | None = None) -> Tool:
+        """A server-side tool; its schema comes from the type hints and the docstring."""
+        if isinstance(function, Tool):
+            return function
+        if not callable(function):
+            raise ConversationConfigurationError(
+                f"a tool must be a function, not {type(function).__name__}"
+            )
+        summary, param_docs = _parse_docstring(inspect.getdoc(function) or "")
+        return cls(
+            name=name or function.__name__,
+            description=summary,
+            parameters=_parameters_schema(function, param_docs),
+            function=function,
+        )
+
+    async def execute(
+        self,
+        arguments: Mapping[str, Any],
+        timeout: float,  # noqa: ASYNC109 - a per-tool limit the caller passes down
+    ) -> tuple[Any, str | None]:
+        """Run the function; return ``(jsonable result, None)`` or ``(None, error text)``."""
+        if self.function is None:
+            return None, f"tool {self.name!r} is executed by the client"
+        try:
+            if inspect.iscoroutinefunction(self.function):
+                value = await asyncio.wait_for(self.function(**arguments), timeout)
+            else:
+                value = await asyncio.wait_for(
+                    asyncio.to_thread(self.function, **arguments), timeout
+                )
+                if inspect.isawaitable(value):
+                    value = await asyncio.wait_for(value, timeout)
+        except TimeoutError:
+            return None, f"TimeoutError: tool {self.name!r} took longer than {timeout:g} s"
+        except Exception as exc:  # a tool's failure is data sent back to the model
+            return None, f"{type(exc).__name__}: {exc}"
+        return to_jsonable(value), None
+
+
+def to_jsonable(value: Any, _depth: int = 0) -> Any:
+    """Turn a tool result into a JSON value, by this rule:
+
+    str, int, bool and None as they are; float as it is, NaN and infinities as strings;
+    dict keys as strings; lists, tuples, sets and frozensets as arrays (sets sorted by their
+    text); dataclasses and objects with ``model_dump()`` (pydantic) as objects; enums as their
+    value; dates, times, UUIDs, Decimals and paths as text; bytes as UTF-8 text, or base64
+    when they are not UTF-8; anything else as ``str(value)``. Nesting deeper than 32 becomes text.
+    """
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)
+    if _depth > 32:
+        return str(value)
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v, _depth + 1) for v in value]
+    if isinstance(value, set | frozenset):
+        return [to_jsonable(v, _depth + 1) for v in sorted(value, key=str)]
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value, _depth + 1)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value), _depth + 1)
+    if callable(getattr(value, "model_dump", None)):
+        return to_jsonable(value.model_dump(), _depth + 1)
+    if isinstance(value, bytes | bytearray):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return base64.b64encode(bytes(value)).decode("ascii")
+    if isinstance(value, dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, uuid.UUID | Decimal | PurePath):
+        return str(value)
+    return str(value)
+
+
+# --- schema from a signature ---------------------------------------------------------------
+
+_SIMPLE: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    dict: {"type": "object"},
+    list: {"type": "array"},
+    type(None): {"type": "null"},
+}
+
+
+def _parameters_schema(function: Callable[..., Any], docs: dict[str, str]) -> dict[str, Any]:
+    try:
+        hints = typing.get_type_hints(function)
+    except Exception:  # unresolvable annotations: fall back to "any"
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, param in inspect.signature(function).parameters.items():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        schema = _type_schema(hints.get(name, Any))
+        if name in docs:
+            schema = {**schema, "description": docs[name]}
+        if param.default is inspect.Parameter.empty:
+            required.append(name)
+        elif _is_json_literal(param.default):
+            schema = {**schema, "default": param.default}
+        properties[name] = schema
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    return result
+
+
+def _is_json_literal(value: Any) -> bool:
+    return value is None or isinstance(value, bool | int | float | str)
+
+
+def _type_schema(hint: Any) -> dict[str, Any]:
+    if hint in _SIMPLE:
+        return dict(_SIMPLE[hint])
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Literal:
+        return {"enum": list(args)}
+    if origin in (typing.Union, types.UnionType):
+        options = [_type_schema(a) for a in args]
+        return {"anyOf": options}
+    if origin in (list, tuple, set, frozenset) or origin is typing.Sequence:
+        items = _type_schema(args[0]) if args else {}
+        return {"type": "array", "items": items} if items else {"type": "array"}
+    if origin is dict:
+        return {"type": "object"}
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return {"enum": [m.value for m in hint]}
+    return {}
+
+
+def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
+    """The first paragraph, and parameter descriptions from an ``Args:`` section."""
+    paragraphs = doc.strip().split("\n\n")
+    summary = " ".join(line.strip() for line in paragraphs[0].splitlines()) if doc else ""
+    if summary.lower().rstrip(":") in ("args", "arguments", "parameters", "params"):
+        summary = ""
+    params: dict[str, str] = {}
+    current: str | None = None
+    in_args = False
+    for line in doc.splitlines():
+        stripped = line.strip()
+        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
+            in_args, current = True, None
+        elif in_args and stripped.endswith(":") and " " not in stripped:
+            in_args = False  # the next section (Returns:, Raises:)
+        elif in_args and stripped:
+            match = re.match(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$", stripped)
+            if match:
+                current = match.group(1)
+                params[current] = match.group(2).strip()
+            elif current:
+                params[current] = f"{params[current]} {stripped}".strip()
+    return summary, params
