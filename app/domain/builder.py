@@ -7,14 +7,13 @@ one, for a fresh builder — only by ``prompt_conversation``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
-from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
-from app.domain.config import ConversationConfig
+from app.domain.config import ConversationConfig, validated_config
 from app.domain.conversation import LLMConversation, ToolResult
-from app.domain.errors import ConversationFileError, MessageListDeserializationError
+from app.domain.errors import ConversationConfigurationError
+from app.domain.files import Source, load_message_list
 from app.domain.message_list import MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage
 from app.domain.selection import ModelSelectionStrategy
@@ -36,7 +35,7 @@ class LLMPromptBuilder:
         _tool_results: tuple[ToolResult, ...] = (),
     ) -> None:
         self._conversation = conversation
-        self._delta_messages = delta_messages.copy() if delta_messages else MessageList()
+        self._delta_messages = MessageList(delta_messages or ())
         self._delta_config: dict[str, Any] = dict(delta_config or {})
         self._base_config = (
             ConversationConfig()
@@ -50,12 +49,21 @@ class LLMPromptBuilder:
             raise AttributeError("LLMPromptBuilder is immutable; its methods return new builders")
         object.__setattr__(self, name, value)
 
+    def __repr__(self) -> str:
+        target = "fresh" if self._conversation is None else repr(self._conversation)
+        return (
+            f"<LLMPromptBuilder for {target}: {len(self._delta_messages)} delta messages, "
+            f"config delta {sorted(self._delta_config)}, {len(self._results)} tool results>"
+        )
+
     def _copy(
         self,
         message: Message | None = None,
         config: Mapping[str, Any] | None = None,
         result: ToolResult | None = None,
     ) -> LLMPromptBuilder:
+        if config:  # check now, where the mistake is made, not when the delta is applied
+            validated_config(ConversationConfig(), config)
         messages = self._delta_messages.copy()
         if message is not None:
             messages.append(message)
@@ -120,44 +128,67 @@ class LLMPromptBuilder:
         return self._copy(config={"preferred_model": model_name})
 
     def tools(self, *tool_functions: Callable[..., Any] | Tool) -> LLMPromptBuilder:
-        """Make these tools available in addition to those already configured."""
+        """Make these tools available in addition to those already configured.
+
+        A function becomes a server-side tool (``Tool.from_function``); pass ``Tool.client(...)``
+        for a tool the caller executes. A tool replaces a configured one of the same name.
+        """
         added = [f if isinstance(f, Tool) else Tool.from_function(f) for f in tool_functions]
-        return self._copy(config={"tools": [*self._delta_config.get("tools", ()), *added]})
+        earlier = self._delta_config.get("tools") or ()
+        return self._copy(config={"tools": [*earlier, *added]})
+
+    def configure(self, **changes: Any) -> LLMPromptBuilder:
+        """Change any config key: ``temperature``, ``max_output_tokens``, ``max_tool_rounds``,
+        ``tool_timeout``, ``context_max_tokens``, ``model_selector``… ``None`` resets one.
+        """
+        return self._copy(config=changes)
 
     # --- execution --------------------------------------------------------------------------
 
-    def prompt_conversation(self, **kwargs: Any) -> LLMConversation:
-        """Apply the deltas to the conversation (a new one for a fresh builder) and return it."""
+    def prompt_conversation(self, **config: Any) -> LLMConversation:
+        """Apply the deltas to the conversation (a new one for a fresh builder) and return it.
+
+        Keyword arguments are config changes too (``prompt_conversation(temperature=0.2)``).
+        All or nothing: on DeltaApplicationError the conversation is unchanged.
+        """
         conversation = self._conversation or LLMConversation(config=self._base_config)
-        config = dict(self._delta_config)
-        if "tools" in config:
-            config["tools"] = _merged(list(conversation.config.tools), config["tools"])
-        conversation.apply_delta(self._delta_messages, config, self._results)
-        conversation._kwargs.update(kwargs)
+        changes = {**self._delta_config, **config}
+        if changes.get("tools"):
+            changes["tools"] = _merged(list(conversation.config.tools), changes["tools"])
+        conversation.apply_delta(self._delta_messages, changes, self._results)
         conversation._restart_iteration()
         return conversation
 
-    async def prompt(self, **kwargs: Any) -> str:
+    async def prompt(self, **config: Any) -> str:
         """One-shot: run a conversation to its end and return the final assistant text."""
-        conversation = self.prompt_conversation(**kwargs)
+        conversation = self.prompt_conversation(**config)
         final: Message | None = None
         async for message in conversation:
             final = message
+        pending = conversation.messages.pending_tool_calls()
+        if pending:
+            ids = ", ".join(repr(call.tool_call_id) for _, call in pending)
+            raise ConversationConfigurationError(
+                f"the run stopped for client tool calls ({ids}), which prompt() cannot finish: "
+                "use prompt_conversation(), then add_tool_result() and iterate again"
+            )
         if isinstance(final, TextMessage) and final.role is Role.ASSISTANT:
             return final.text
-        return "" if final is None else str(final)
+        return ""  # pragma: no cover - a run without pending calls ends with assistant text
 
-    def load_conversation(
-        self, source: str | Path | IO[str] | Mapping[str, Any]
-    ) -> LLMConversation:
+    def load_conversation(self, source: Source) -> LLMConversation:
         """A new conversation from a saved MessageList (file name, Path, stream or dict).
 
-        This builder's deltas are then applied to it, as ``prompt_conversation`` would.
+        It runs with this builder's config (the referenced conversation's, for a continuation
+        builder); this builder's deltas are then applied to it, as ``prompt_conversation`` would.
         """
-        messages = MessageList.from_dict(_read_document(source))
-        conversation = LLMConversation(messages, self._base_config)
+        messages = load_message_list(source)
+        base = self._base_config if self._conversation is None else self._conversation.config
         target = LLMPromptBuilder(
-            conversation, self._delta_messages, self._delta_config, _tool_results=self._results
+            LLMConversation(messages, base),
+            self._delta_messages,
+            self._delta_config,
+            _tool_results=self._results,
         )
         return target.prompt_conversation()
 
@@ -168,28 +199,8 @@ def _text(text: Any, method: str) -> str:
     return text.strip()
 
 
-def _merged(current: list[Tool], added: list[Tool]) -> list[Tool]:
+def _merged(current: list[Tool], added: list[Any]) -> list[Tool]:
     """``current`` with ``added`` on top; a tool of the same name is replaced."""
+    added = [Tool.from_function(t) for t in added]
     names = {t.name for t in added}
     return [*(t for t in current if t.name not in names), *added]
-
-
-def _read_document(source: str | Path | IO[str] | Mapping[str, Any]) -> Any:
-    if isinstance(source, Mapping):
-        return source
-    try:
-        if isinstance(source, str | Path):
-            with Path(source).open(encoding="utf-8") as f:
-                return json.load(f)
-        if callable(getattr(source, "read", None)):
-            return json.load(source)
-    except OSError as exc:
-        raise ConversationFileError(f"cannot read conversation from {source!r}: {exc}") from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise MessageListDeserializationError(
-            f"conversation data in {source!r} is not valid JSON: {exc}"
-        ) from exc
-    raise TypeError(
-        f"load_conversation takes a file name, Path, text stream or dict, not "
-        f"{type(source).__name__}"
-    )

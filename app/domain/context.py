@@ -65,20 +65,20 @@ def context_within(
 
     System prompts are always kept; then the most recent other messages, newest first, as many
     as fit, stopping at the first that does not (the kept history is one unbroken tail). A tool
-    call and its result are one message, so they are never separated.
+    call and its result are one message, so they are never separated; the tool calls of one
+    reply (see ``formats.tool_call_turns``) are kept or dropped together.
     """
     counts = [count_message_tokens(m, counter) for m in messages]
     system = {i for i, m in enumerate(messages) if isinstance(m, AgentMessage)}
     budget = None if max_tokens is None else max_tokens - sum(counts[i] for i in system)
     kept = set(system)
-    for i in range(len(messages) - 1, -1, -1):
-        if i in system:
-            continue
+    for unit in reversed(_units(messages)):
+        cost = sum(counts[i] for i in unit)
         if budget is not None:
-            if counts[i] > budget:
+            if cost > budget:
                 break
-            budget -= counts[i]
-        kept.add(i)
+            budget -= cost
+        kept.update(unit)
     order = sorted(kept)
     return ContextWindow(
         messages=tuple(messages[i] for i in order),
@@ -86,3 +86,28 @@ def context_within(
         token_counts=tuple(counts[i] for i in order),
         dropped=len(messages) - len(order),
     )
+
+
+def _units(messages: Sequence[Message]) -> list[list[int]]:
+    """The indices of the non-system messages, grouped: one reply's tool calls are one group.
+
+    Consecutive ToolCallMessages belong to one reply unless one carries its own text, which
+    starts a new reply (the rule of docs/format.md, shared with ``formats.tool_call_turns``).
+    """
+    units: list[list[int]] = []
+    previous: Message | None = None
+    for i, message in enumerate(messages):
+        if isinstance(message, AgentMessage):
+            previous = message
+            continue
+        joins = (
+            isinstance(message, ToolCallMessage)
+            and isinstance(previous, ToolCallMessage)
+            and not message.message
+        )
+        if joins:
+            units[-1].append(i)
+        else:
+            units.append([i])
+        previous = message
+    return units

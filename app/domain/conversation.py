@@ -2,72 +2,42 @@
 
 Imports only the standard library and the domain. It runs at two grains (DESIGN §2): async
 iteration yields whole messages; ``stream()`` yields every StreamChunk as it arrives plus a
-``MessageAppended`` for each completed message. Stopping either early keeps completed messages
-and turns text already streamed into an assistant message marked ``incomplete``.
+``MessageAppended`` for each completed message. The run loop itself lives in ``app.domain.run``.
+
+How a run and changes meet:
+
+- Stopping a run early (closing ``stream()``, ``aclose()``, cancelling the task, a provider
+  error) keeps the completed messages and turns text already streamed into an assistant
+  message marked ``incomplete``; the adapter's stream is closed at once.
+- A change made while the model is replying (a delta, ``clear``, a new ``stream()``, or
+  ``prompt_conversation``) cuts that reply short the same way; the cut run then ends quietly.
+  A change made between messages does not disturb the run: it sees the change in its next step
+  (a client tool result added from inside ``async for`` lets the same iteration go on).
+- Iterating again after an iteration ended yields nothing until the conversation changed after
+  the model's last reply began (a delta, ``add``, ``add_tool_result``, ``prompt_conversation``).
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from app.domain.adapter import (
-    ContentBlockDelta,
-    MessageStop,
-    ModelAdapter,
-    RequestOptions,
-    StreamChunk,
-    ToolUse,
-)
 from app.domain.config import ConversationConfig, validated_config
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
-from app.domain.errors import (
-    ConversationConfigurationError,
-    ConversationFileError,
-    DeltaApplicationError,
-    MessageListSerializationError,
-    ProviderError,
-    ToolRoundLimitError,
-)
+from app.domain.errors import ConversationConfigurationError, DeltaApplicationError
+from app.domain.files import save_message_list
 from app.domain.formats import to_anthropic_format, to_openai_format
 from app.domain.message_list import MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.run import MessageAppended, Run, RunEvent, ToolResult, run_rounds
+from app.domain.tools import to_jsonable
 
 if TYPE_CHECKING:
     from app.domain.builder import LLMPromptBuilder
 
-
-@dataclass(frozen=True)
-class MessageAppended:
-    """A message was completed and appended to the conversation at ``index``."""
-
-    message: Message
-    index: int
-    kind: str = "message"
-
-
-RunEvent = StreamChunk | MessageAppended
-
-
-@dataclass(frozen=True)
-class ToolResult:
-    """The outcome of a client tool call, posted by the caller."""
-
-    tool_call_id: str
-    result: Any = None
-    error: str | None = None
-
-
-@dataclass
-class _Run:
-    """What one run has streamed but not yet stored."""
-
-    partial: list[str] = field(default_factory=list)
+__all__ = ["LLMConversation", "MessageAppended", "RunEvent", "ToolResult"]
 
 
 class LLMConversation:
@@ -80,14 +50,30 @@ class LLMConversation:
         *,
         system_prompt: str | None = None,
     ) -> None:
+        if messages is not None and not isinstance(messages, MessageList):
+            raise ConversationConfigurationError(
+                f"messages must be a MessageList, not {type(messages).__name__}; "
+                "wrap a list in MessageList(...) or read a saved one with MessageList.from_dict"
+            )
+        if config is not None and not isinstance(config, ConversationConfig):
+            raise ConversationConfigurationError(
+                f"config must be a ConversationConfig, not {type(config).__name__}"
+            )
         self.messages: MessageList = messages if messages is not None else MessageList()
         self._config = config if config is not None else ConversationConfig()
-        self._kwargs: dict[str, Any] = {}
-        self._active: _Run | None = None
-        self._iterator: AsyncIterator[Message] | None = None
-        self._exhausted = False
+        self._active: Run | None = None
+        self._iterator: AsyncGenerator[Message, None] | None = None
+        self._iteration_ended = False
+        self._changes = 0  # counts changes made through the conversation's methods
+        self._replied_to: int | None = None  # _changes when the model's last reply began
         if system_prompt is not None and system_prompt.strip():
             self.messages.insert(0, AgentMessage(system_prompt.strip()))
+
+    def __repr__(self) -> str:
+        return (
+            f"<LLMConversation {len(self.messages)} messages, status={self.status!r}, "
+            f"provider={self._config.preferred_provider!r}, model={self._config.preferred_model!r}>"
+        )
 
     # --- state ------------------------------------------------------------------------------
 
@@ -101,12 +87,15 @@ class LLMConversation:
         """A fresh builder that applies its deltas to this very conversation."""
         from app.domain.builder import LLMPromptBuilder
 
+        self._check_messages()
+        return LLMPromptBuilder(self)
+
+    def _check_messages(self) -> None:
         if not isinstance(self.messages, MessageList):
             raise ConversationConfigurationError(
                 f"conversation.messages must be a MessageList, not "
                 f"{type(self.messages).__name__}; rebuild it with MessageList.from_dict(...)"
             )
-        return LLMPromptBuilder(self)
 
     @property
     def status(self) -> str:
@@ -118,6 +107,7 @@ class LLMConversation:
     def apply_config_deltas(self, deltas: Mapping[str, Any]) -> None:
         """Update the config; ``None`` resets a key to its default. All or nothing."""
         self._config = validated_config(self._config, deltas)
+        self._changes += 1
 
     def apply_delta(
         self,
@@ -126,6 +116,7 @@ class LLMConversation:
         tool_results: Sequence[ToolResult] = (),
     ) -> None:
         """Apply a delta bundle: config, tool results, then new messages. All or nothing."""
+        self._check_messages()
         new_messages = list(messages)
         for i, message in enumerate(new_messages):
             if not isinstance(message, Message):
@@ -134,16 +125,22 @@ class LLMConversation:
                 )
         new_config = validated_config(self._config, config or {})
         completions = self._completions(tool_results)
-        self._abandon_active_run()
+        if self._active is not None and self._active.replying:
+            self._interrupt()  # the reply in progress answers a conversation that is changing
         self._config = new_config
         for index, completed in completions:
             self.messages.replace(index, completed)
         self.messages.extend(new_messages)
+        self._changes += 1
 
     def _completions(self, results: Sequence[ToolResult]) -> list[tuple[int, ToolCallMessage]]:
         out: list[tuple[int, ToolCallMessage]] = []
         seen: set[str] = set()
         for i, r in enumerate(results):
+            if not isinstance(r, ToolResult):
+                raise DeltaApplicationError(
+                    f"tool result {i} is a {type(r).__name__}, not a ToolResult"
+                )
             found = self.messages.find_tool_call(r.tool_call_id)
             if found is None:
                 raise DeltaApplicationError(
@@ -155,7 +152,7 @@ class LLMConversation:
                     f"tool result {i}: tool call {r.tool_call_id!r} already has its result"
                 )
             seen.add(r.tool_call_id)
-            out.append((index, call.completed(r.result, r.error)))
+            out.append((index, call.completed(to_jsonable(r.result), _error_text(i, r.error))))
         return out
 
     # --- seed 002 operations ----------------------------------------------------------------
@@ -166,8 +163,11 @@ class LLMConversation:
             role = Role(role)
         except ValueError:
             raise DeltaApplicationError(
-                f"role must be 'system', 'user' or 'assistant', not {role!r}"
+                f"role must be 'system', 'user' or 'assistant', not {role!r}; "
+                "add a tool's result with add_tool_result(tool_call_id, result)"
             ) from None
+        if not isinstance(text, str):
+            raise TypeError(f"add() takes text (a str), not {type(text).__name__}")
         message: Message = (
             AgentMessage(text.strip()) if role is Role.SYSTEM else TextMessage(text.strip(), role)
         )
@@ -177,7 +177,10 @@ class LLMConversation:
     def add_tool_result(
         self, tool_call_id: str, result: Any = None, error: str | None = None
     ) -> ToolCallMessage:
-        """Complete a pending client tool call with its result (or error), exactly once."""
+        """Complete a pending client tool call with its result (or error), exactly once.
+
+        The result is made JSON by the rule of ``to_jsonable``.
+        """
         self.apply_delta(tool_results=[ToolResult(tool_call_id, result, error)])
         found = self.messages.find_tool_call(tool_call_id)
         assert found is not None
@@ -185,13 +188,14 @@ class LLMConversation:
 
     def clear(self) -> None:
         """Remove every message except the system prompt."""
-        self._abandon_active_run()
+        self._interrupt()
         self.messages.clear()
+        self._changes += 1
 
     def get_context(
         self, max_tokens: int | None = None, counter: TokenCounter = approximate_tokens
     ) -> ContextWindow:
-        """The messages a run sends within ``max_tokens`` (system prompt always kept)."""
+        """The messages that fit in ``max_tokens`` (system prompt always kept; None: all)."""
         return context_within(list(self.messages), max_tokens, counter)
 
     def token_count(self, counter: TokenCounter = approximate_tokens) -> int:
@@ -206,21 +210,13 @@ class LLMConversation:
         """The messages as an Anthropic messages-API ``system`` and ``messages``."""
         return to_anthropic_format(list(self.messages))
 
-    def save(self, target: str | Path | IO[str]) -> None:
-        """Write ``messages.to_dict()`` as JSON to a file name, a Path or a text stream."""
-        data = self.messages.to_dict()
-        try:
-            if isinstance(target, str | Path):
-                with Path(target).open("w", encoding="utf-8") as f:
-                    json.dump(data, f, ensure_ascii=False, indent=2)
-            elif callable(getattr(target, "write", None)):
-                json.dump(data, target, ensure_ascii=False, indent=2)
-            else:
-                raise TypeError(f"cannot save to a {type(target).__name__}")
-        except OSError as exc:
-            raise ConversationFileError(f"cannot write conversation to {target!r}: {exc}") from exc
-        except TypeError as exc:
-            raise MessageListSerializationError(str(exc)) from exc
+    def save(self, target: str | Path | IO[str] | IO[bytes]) -> None:
+        """Write ``messages.to_dict()`` as JSON to a file name, a Path or a stream.
+
+        Raises MessageListSerializationError (naming the message) before writing anything when
+        a message cannot be serialized, ConversationFileError when the file cannot be written.
+        """
+        save_message_list(self.messages, target)
 
     # --- running ----------------------------------------------------------------------------
 
@@ -228,18 +224,30 @@ class LLMConversation:
         return self
 
     async def __anext__(self) -> Message:
-        if self._exhausted:
-            raise StopAsyncIteration
-        if self._iterator is None:
-            self._iterator = self._whole_messages()
+        iterator = self._iterator
+        if iterator is None:
+            if self._iteration_ended and self._replied_to == self._changes:
+                raise StopAsyncIteration  # the model already answered everything it was given
+            iterator = self._iterator = self._whole_messages()
+            self._iteration_ended = False
         try:
-            return await self._iterator.__anext__()
-        except StopAsyncIteration:
-            self._iterator, self._exhausted = None, True
+            return await iterator.__anext__()
+        except BaseException:  # the end, an error or a cancellation: this iteration is over
+            if self._iterator is iterator:
+                self._iterator, self._iteration_ended = None, True
             raise
-        except BaseException:
-            self._iterator, self._exhausted = None, True
-            raise
+
+    async def aclose(self) -> None:
+        """Stop the running iteration now: the adapter's stream is closed at once.
+
+        A reply in progress is kept as incomplete text. A ``stream()`` left open elsewhere is
+        cut short too (its text kept); close that generator yourself to close its upstream.
+        """
+        iterator, self._iterator = self._iterator, None
+        if iterator is not None:
+            self._iteration_ended = True
+            await iterator.aclose()
+        self._interrupt()
 
     async def _whole_messages(self) -> AsyncGenerator[Message, None]:
         async with aclosing(self.stream()) as events:
@@ -248,109 +256,49 @@ class LLMConversation:
                     yield event.message
 
     def _restart_iteration(self) -> None:
-        """Let the next ``async for`` start a new run (after new deltas were applied)."""
-        self._abandon_active_run()
-        self._iterator, self._exhausted = None, False
+        """Make the next ``async for`` start a new run (``prompt_conversation`` was called)."""
+        self._interrupt()
+        self._iterator, self._iteration_ended, self._replied_to = None, False, None
 
     async def stream(self) -> AsyncGenerator[RunEvent, None]:
         """Run the model: every StreamChunk as it arrives, and each completed message.
 
-        Ends after the model's final text, or when a client tool call is pending. Closing the
-        stream early (or a failure) keeps what was streamed as an incomplete message.
+        Ends after the model's final text, or when a client tool call is pending. When the
+        stream is closed early or fails, messages appended without their event (the incomplete
+        text, the other calls of a tool round) are in ``messages`` after the last announced
+        index. Use it as ``async with contextlib.aclosing(conversation.stream()) as events``.
         """
-        self._abandon_active_run()
-        run = self._active = _Run()
+        self._interrupt()  # one run at a time: a run left open is cut short
+        run = self._active = Run()
         try:
-            async with aclosing(self._rounds(run)) as events:
+            async with aclosing(run_rounds(self, run)) as events:
                 async for event in events:
                     yield event
         finally:
             if self._active is run:
-                self._abandon_active_run()
+                self._interrupt()
 
-    def _abandon_active_run(self) -> None:
-        """Store the active run's unfinished text as an incomplete message; forget the run."""
+    def _interrupt(self) -> None:
+        """Cut the active run short: its streamed text becomes an incomplete message."""
         run, self._active = self._active, None
-        if run is not None and "".join(run.partial).strip():
-            self.messages.append(TextMessage("".join(run.partial), Role.ASSISTANT, incomplete=True))
-
-    def _append(self, message: Message) -> MessageAppended:
-        self.messages.append(message)
-        return MessageAppended(message, len(self.messages) - 1)
-
-    async def _rounds(self, run: _Run) -> AsyncGenerator[RunEvent, None]:
-        rounds = 0
-        while True:
-            if self.messages.pending_tool_calls():
-                return
-            adapter, model = self._config.select()
-            calls: list[ToolUse] = []
-            async for chunk in self._model_round(adapter, model, run):
-                if isinstance(chunk, ToolUse):
-                    calls.append(chunk)
-                yield chunk
-            text = "".join(run.partial)
-            if not calls:
-                run.partial.clear()
-                yield self._append(TextMessage(text, Role.ASSISTANT))
-                return
-            if rounds >= self._config.max_tool_rounds:
-                raise ToolRoundLimitError(self._config.max_tool_rounds)
-            rounds += 1
-            async for event in self._tool_round(calls, text, run):
-                yield event
-
-    async def _model_round(
-        self, adapter: ModelAdapter, model: str, run: _Run
-    ) -> AsyncGenerator[StreamChunk, None]:
-        counter = _token_counter(adapter, model)
-        window = context_within(list(self.messages), self._config.context_max_tokens, counter)
-        options = RequestOptions(model, self._config.temperature, self._config.max_output_tokens)
-        specs = [t.spec for t in self._config.tools]
-        stream = adapter.stream_message(window.messages, specs, options)
-        try:
-            async for chunk in stream:
-                if isinstance(chunk, ContentBlockDelta):
-                    run.partial.append(chunk.delta)
-                yield chunk
-                if isinstance(chunk, MessageStop):
-                    return
-        finally:  # closing the adapter's stream closes the upstream request
-            close = getattr(stream, "aclose", None)
-            if close is not None:
-                await close()
-        raise ProviderError(
-            "bad_response", f"{adapter.name}: the reply ended before its stop", retryable=True
-        )
-
-    async def _tool_round(
-        self, calls: list[ToolUse], text: str, run: _Run
-    ) -> AsyncGenerator[RunEvent, None]:
-        """Execute the server tools of one reply; client tools are stored as pending."""
-        results: list[ToolCallMessage] = []
-        for i, call in enumerate(calls):
-            message = ToolCallMessage(
-                tool_name=call.tool_name,
-                tool_call_id=call.id,
-                arguments=call.params,
-                message=text if i == 0 else "",
-            )
-            tool = self._config.tool(call.tool_name)
-            if tool is None:
-                message = message.completed(error=f"Tool '{call.tool_name}' not found")
-            elif tool.is_client_tool:
-                message = dataclasses.replace(message, pending=True)
-            else:
-                result, error = await tool.execute(call.params, self._config.tool_timeout)
-                message = message.completed(result, error)
-            results.append(message)
+        if run is None:
+            return
+        run.superseded = True
+        text = "".join(run.partial)
         run.partial.clear()
-        for message in results:
-            yield self._append(message)
+        if text.strip():
+            self.messages.append(TextMessage(text, Role.ASSISTANT, incomplete=True))
+
+    def _reply_began(self) -> None:
+        """Called by the run as a model reply begins: it answers every change made so far."""
+        self._replied_to = self._changes
 
 
-def _token_counter(adapter: ModelAdapter, model: str) -> TokenCounter:
-    """The adapter's exact counter for ``model`` when it has one, else the approximation."""
-    factory = getattr(adapter, "token_counter", None)
-    counter = factory(model) if callable(factory) else None
-    return counter if callable(counter) else approximate_tokens
+def _error_text(index: int, error: Any) -> str | None:
+    if error is None or isinstance(error, str):
+        return error
+    if isinstance(error, BaseException):
+        return f"{type(error).__name__}: {error}"
+    raise DeltaApplicationError(
+        f"tool result {index}: error must be a string or null, not {type(error).__name__}"
+    )

@@ -82,6 +82,7 @@ def to_anthropic_format(
 
     System prompts (and system-role text) are joined into ``system``; tool calls become
     ``tool_use`` blocks and their results ``tool_result`` blocks in the following user turn.
+    Empty texts are left out: the API refuses an empty text block.
     """
     system: list[str] = []
     turns: list[dict[str, Any]] = []
@@ -94,19 +95,7 @@ def to_anthropic_format(
 
     for item in tool_call_turns(messages, include_pending):
         if isinstance(item, list):
-            blocks: list[dict[str, Any]] = []
-            if item[0].message:
-                blocks.append({"type": "text", "text": item[0].message})
-            blocks.extend(
-                {
-                    "type": "tool_use",
-                    "id": call.tool_call_id,
-                    "name": call.tool_name,
-                    "input": call.arguments,
-                }
-                for call in item
-            )
-            add("assistant", blocks)
+            add("assistant", _tool_use_blocks(item))
             results = [_tool_result_block(call) for call in item if not call.pending]
             if results:
                 add("user", results)
@@ -114,9 +103,21 @@ def to_anthropic_format(
             isinstance(item, TextMessage) and item.role is Role.SYSTEM
         ):
             system.append(item.text)
-        elif isinstance(item, TextMessage):
+        elif isinstance(item, TextMessage) and item.text.strip():
             add(item.role.value, [{"type": "text", "text": item.text}])
-    return {"system": "\n\n".join(system), "messages": turns}
+    return {"system": "\n\n".join(t for t in system if t.strip()), "messages": turns}
+
+
+def _tool_use_blocks(turn: list[ToolCallMessage]) -> list[dict[str, Any]]:
+    """The assistant blocks of one turn of tool calls: its text, then a tool_use per call."""
+    blocks: list[dict[str, Any]] = []
+    if turn[0].message.strip():
+        blocks.append({"type": "text", "text": turn[0].message})
+    blocks.extend(
+        {"type": "tool_use", "id": c.tool_call_id, "name": c.tool_name, "input": c.arguments}
+        for c in turn
+    )
+    return blocks
 
 
 def _tool_result_block(call: ToolCallMessage) -> dict[str, Any]:

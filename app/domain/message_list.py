@@ -25,7 +25,7 @@ class MessageList:
     """The single source of truth for a conversation's messages."""
 
     def __init__(self, messages: Iterable[Message] | None = None) -> None:
-        self._messages: list[Message] = list(messages) if messages is not None else []
+        self._messages: list[Message] = [_checked(m) for m in messages or ()]
 
     # --- mutation ---------------------------------------------------------------------------
 
@@ -89,8 +89,9 @@ class MessageList:
         ]
 
     def find_tool_call(self, tool_call_id: str) -> tuple[int, ToolCallMessage] | None:
-        """The tool call with this id and its index, or None."""
-        for i, m in enumerate(self._messages):
+        """The tool call with this id and its index, or None; the latest one if ids repeat."""
+        for i in range(len(self._messages) - 1, -1, -1):
+            m = self._messages[i]
             if isinstance(m, ToolCallMessage) and m.tool_call_id == tool_call_id:
                 return i, m
         return None

@@ -50,6 +50,10 @@ class TextMessage(Message):
     incomplete: bool = False
     type: ClassVar[str] = "TextMessage"
 
+    def __post_init__(self) -> None:
+        _check_text(self)
+        object.__setattr__(self, "role", Role(self.role))  # "assistant" becomes Role.ASSISTANT
+
     def to_serializable_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "text": self.text, "role": self.role.value}
         if self.incomplete:
@@ -63,6 +67,9 @@ class AgentMessage(Message):
 
     text: str
     type: ClassVar[str] = "AgentMessage"
+
+    def __post_init__(self) -> None:
+        _check_text(self)
 
     @property
     def role(self) -> Role:
@@ -123,7 +130,21 @@ class ToolCallMessage(Message):
         return data
 
 
+def _check_text(message: TextMessage | AgentMessage) -> None:
+    if not isinstance(message.text, str):
+        raise TypeError(
+            f"{type(message).__name__}.text must be a str, not {type(message.text).__name__}"
+        )
+
+
 # --- the codec -------------------------------------------------------------------------------
+
+
+def describe(message: Message) -> str:
+    """A short name for a message in error texts: its type and, for a tool call, its id."""
+    if isinstance(message, ToolCallMessage):
+        return f"ToolCallMessage {message.tool_call_id!r} of tool {message.tool_name!r}"
+    return type(message).__name__
 
 
 def message_to_dict(message: Message, index: int) -> dict[str, Any]:
@@ -132,15 +153,13 @@ def message_to_dict(message: Message, index: int) -> dict[str, Any]:
         raise MessageListSerializationError(
             f"message {index} is a {type(message).__name__}, which cannot be serialized"
         )
-    data = message.to_serializable_dict()
-    if isinstance(message, ToolCallMessage):
-        try:
-            json.dumps({"arguments": message.arguments, "result": message.result})
-        except (TypeError, ValueError) as exc:
-            raise MessageListSerializationError(
-                f"message {index} (ToolCallMessage {message.tool_call_id!r} of tool "
-                f"{message.tool_name!r}) holds a value that is not JSON: {exc}"
-            ) from exc
+    try:
+        data = message.to_serializable_dict()
+        json.dumps(data)
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise MessageListSerializationError(
+            f"message {index} ({describe(message)}) holds a value that is not JSON: {exc}"
+        ) from exc
     return data
 
 

@@ -13,15 +13,13 @@ import dataclasses
 import datetime as dt
 import enum
 import inspect
+import json
 import math
 import re
 import types
 import typing
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
-from pathlib import PurePath
 from typing import Any
 
 from app.domain.adapter import ToolSpec
@@ -111,26 +109,31 @@ class Tool:
 def to_jsonable(value: Any, _depth: int = 0) -> Any:
     """Turn a tool result into a JSON value, by this rule:
 
-    str, int, bool and None as they are; float as it is, NaN and infinities as strings;
-    dict keys as strings; lists, tuples, sets and frozensets as arrays (sets sorted by their
-    text); dataclasses and objects with ``model_dump()`` (pydantic) as objects; enums as their
-    value; dates, times, UUIDs, Decimals and paths as text; bytes as UTF-8 text, or base64
+    str, int, bool and None as they are (subclasses as the plain type); float as it is, NaN and
+    infinities as strings; enums as their value; dict keys as strings (a non-string key as
+    JSON writes it: ``1``, ``true``, ``null``); lists, tuples, sets and frozensets as arrays
+    (sets sorted by their text); dataclasses and objects with ``model_dump()`` (pydantic) as
+    objects; dates, times, UUIDs, Decimals and paths as text; bytes as UTF-8 text, or base64
     when they are not UTF-8; anything else as ``str(value)``. Nesting deeper than 32 becomes text.
     """
-    if value is None or isinstance(value, bool | int | str):
+    if value is None or type(value) in (bool, int, str):
         return value
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value, _depth + 1)
+    if isinstance(value, bool | int):
+        return int(value) if not isinstance(value, bool) else bool(value)
+    if isinstance(value, str):
+        return str.__str__(value)
     if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
+        return float(value) if math.isfinite(value) else str(float(value))
     if _depth > 32:
         return str(value)
     if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
+        return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [to_jsonable(v, _depth + 1) for v in value]
     if isinstance(value, set | frozenset):
         return [to_jsonable(v, _depth + 1) for v in sorted(value, key=str)]
-    if isinstance(value, enum.Enum):
-        return to_jsonable(value.value, _depth + 1)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return to_jsonable(dataclasses.asdict(value), _depth + 1)
     if callable(getattr(value, "model_dump", None)):
@@ -142,9 +145,13 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
             return base64.b64encode(bytes(value)).decode("ascii")
     if isinstance(value, dt.date | dt.time):
         return value.isoformat()
-    if isinstance(value, uuid.UUID | Decimal | PurePath):
-        return str(value)
-    return str(value)
+    return str(value)  # UUID, Decimal, paths and anything else: their text
+
+
+def _key(key: Any) -> str:
+    """A dict key as JSON writes it."""
+    plain = to_jsonable(key, 33)  # scalars only: anything nested is already text
+    return plain if isinstance(plain, str) else json.dumps(plain)
 
 
 # --- schema from a signature ---------------------------------------------------------------
@@ -207,18 +214,23 @@ def _type_schema(hint: Any) -> dict[str, Any]:
     return {}
 
 
+_SECTIONS = ("args:", "arguments:", "parameters:", "params:")
+
+
 def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
     """The first paragraph, and parameter descriptions from an ``Args:`` section."""
-    paragraphs = doc.strip().split("\n\n")
-    summary = " ".join(line.strip() for line in paragraphs[0].splitlines()) if doc else ""
-    if summary.lower().rstrip(":") in ("args", "arguments", "parameters", "params"):
-        summary = ""
+    summary: list[str] = []
+    for line in doc.strip().splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.lower() in _SECTIONS:
+            break
+        summary.append(stripped)
     params: dict[str, str] = {}
     current: str | None = None
     in_args = False
     for line in doc.splitlines():
         stripped = line.strip()
-        if stripped.lower() in ("args:", "arguments:", "parameters:", "params:"):
+        if stripped.lower() in _SECTIONS:
             in_args, current = True, None
         elif in_args and stripped.endswith(":") and " " not in stripped:
             in_args = False  # the next section (Returns:, Raises:)
@@ -229,4 +241,4 @@ def _parse_docstring(doc: str) -> tuple[str, dict[str, str]]:
                 params[current] = match.group(2).strip()
             elif current:
                 params[current] = f"{params[current]} {stripped}".strip()
-    return summary, params
+    return " ".join(summary), params

@@ -1,0 +1,179 @@
+"""The run loop of LLMConversation: model rounds, tool rounds, and the events they yield.
+
+Imports only the standard library and the domain. A run alternates model rounds (the adapter's
+StreamChunks, passed on as they arrive) and tool rounds (server tools executed, client tools
+stored as pending) until the model answers with text or a client tool call is pending.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from app.domain.adapter import (
+    ContentBlockDelta,
+    MessageStop,
+    ModelAdapter,
+    RequestOptions,
+    StreamChunk,
+    ToolUse,
+)
+from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
+from app.domain.errors import ConversationConfigurationError, ProviderError, ToolRoundLimitError
+from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+
+if TYPE_CHECKING:
+    from app.domain.conversation import LLMConversation
+
+
+@dataclass(frozen=True)
+class MessageAppended:
+    """A message was completed and appended to the conversation at ``index``."""
+
+    message: Message
+    index: int
+    kind: str = "message"
+
+
+RunEvent = StreamChunk | MessageAppended
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """The outcome of a client tool call, posted by the caller."""
+
+    tool_call_id: str
+    result: Any = None
+    error: str | None = None
+
+
+@dataclass
+class Run:
+    """One run's state: the text streamed but not yet stored, and whether it was cut short."""
+
+    partial: list[str] = field(default_factory=list)
+    replying: bool = False
+    """A model reply is in progress: streaming, or its tools running."""
+    superseded: bool = False
+    """The run was cut short; it ends at its next step without touching the conversation."""
+
+
+async def run_rounds(conversation: LLMConversation, run: Run) -> AsyncGenerator[RunEvent, None]:
+    """Model rounds and tool rounds until a final text or a pending client tool call."""
+    rounds = 0
+    while not run.superseded and not conversation.messages.pending_tool_calls():
+        config = conversation.config
+        adapter, model = config.select()
+        calls: list[ToolUse] = []
+        async with aclosing(_model_round(conversation, adapter, model, run)) as chunks:
+            async for chunk in chunks:
+                if isinstance(chunk, ToolUse):
+                    calls.append(chunk)
+                yield chunk
+        if run.superseded:
+            return
+        if not calls:
+            yield _append_final_text(conversation, run)
+            return
+        if rounds >= config.max_tool_rounds:
+            raise ToolRoundLimitError(config.max_tool_rounds)
+        rounds += 1
+        async with aclosing(_tool_round(conversation, calls, run)) as events:
+            async for event in events:
+                yield event
+
+
+def _append_final_text(conversation: LLMConversation, run: Run) -> MessageAppended:
+    message = TextMessage("".join(run.partial), Role.ASSISTANT)
+    run.partial.clear()
+    run.replying = False
+    conversation.messages.append(message)
+    return MessageAppended(message, len(conversation.messages) - 1)
+
+
+async def _model_round(
+    conversation: LLMConversation, adapter: ModelAdapter, model: str, run: Run
+) -> AsyncGenerator[StreamChunk, None]:
+    """One model reply: the adapter's chunks, its text gathered in ``run.partial``."""
+    config = conversation.config
+    messages = list(conversation.messages)
+    window = context_within(messages, config.context_max_tokens, _token_counter(adapter, model))
+    _check_window(window, messages, config.context_max_tokens)
+    options = RequestOptions(model, config.temperature, config.max_output_tokens)
+    specs = [t.spec for t in config.tools]
+    run.replying = True
+    conversation._reply_began()
+    stream = adapter.stream_message(window.messages, specs, options)
+    try:
+        async for chunk in stream:
+            if run.superseded:
+                return
+            if isinstance(chunk, ContentBlockDelta):
+                run.partial.append(chunk.delta)
+            yield chunk
+            if isinstance(chunk, MessageStop):
+                return
+    finally:  # closing the adapter's stream closes the upstream request
+        close = getattr(stream, "aclose", None)
+        if close is not None:
+            await close()
+    raise ProviderError(
+        "bad_response", f"{adapter.name}: the reply ended before its stop", retryable=True
+    )
+
+
+def _check_window(window: ContextWindow, messages: list[Message], budget: int | None) -> None:
+    """Refuse to send a window that kept nothing but the system prompt."""
+    if window.dropped and all(isinstance(m, AgentMessage) for m in window.messages):
+        raise ConversationConfigurationError(
+            f"context_max_tokens={budget} leaves no room for the latest message "
+            f"({window.dropped} of {len(messages)} messages would be dropped, the latest "
+            "among them); raise context_max_tokens"
+        )
+
+
+async def _tool_round(
+    conversation: LLMConversation, calls: list[ToolUse], run: Run
+) -> AsyncGenerator[RunEvent, None]:
+    """Execute the server tools of one reply; client tools are stored as pending.
+
+    The calls of one reply are appended together, then announced one by one, so the history
+    is whole at every event: the reply's text rides on its first call.
+    """
+    text = "".join(run.partial)
+    config = conversation.config
+    results: list[ToolCallMessage] = []
+    for i, call in enumerate(calls):
+        message = ToolCallMessage(
+            tool_name=call.tool_name,
+            tool_call_id=call.id,
+            arguments=call.params,
+            message=text if i == 0 else "",
+        )
+        tool = config.tool(call.tool_name)
+        if tool is None:
+            message = message.completed(error=f"Tool '{call.tool_name}' not found")
+        elif tool.is_client_tool:
+            message = dataclasses.replace(message, pending=True)
+        else:
+            result, error = await tool.execute(call.params, config.tool_timeout)
+            message = message.completed(result, error)
+        results.append(message)
+    if run.superseded:
+        return
+    run.partial.clear()
+    run.replying = False
+    start = len(conversation.messages)
+    conversation.messages.extend(results)
+    for offset, message in enumerate(results):
+        yield MessageAppended(message, start + offset)
+
+
+def _token_counter(adapter: ModelAdapter, model: str) -> TokenCounter:
+    """The adapter's exact counter for ``model`` when it has one, else the approximation."""
+    factory = getattr(adapter, "token_counter", None)
+    counter = factory(model) if callable(factory) else None
+    return counter if callable(counter) else approximate_tokens

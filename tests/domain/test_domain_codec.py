@@ -1,0 +1,168 @@
+"""The serialized format "1.0": exactly seed 001's shape, readable by the seed's own reader."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from app.domain import (
+    FORMAT_VERSION,
+    AgentMessage,
+    MessageList,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+)
+
+# Seed 001's example document, verbatim.
+SEED_EXAMPLE = json.loads("""
+{
+    "messages": [
+        {"type": "AgentMessage", "text": "You are a helpful assistant", "role": "system"},
+        {"type": "TextMessage", "text": "Hello! How can I help you today?", "role": "assistant"},
+        {"type": "TextMessage", "text": "What's the weather in Paris?", "role": "user"},
+        {
+            "type": "ToolCallMessage",
+            "message": "I'll check the weather for you",
+            "tool_name": "get_weather",
+            "tool_call_id": "call_123",
+            "arguments": {"location": "Paris"},
+            "result": "Sunny, 22°C",
+            "error": null,
+            "role": "assistant"
+        }
+    ],
+    "version": "1.0"
+}
+""")
+
+
+def seed_reader(data: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Seed 001's MessageList.from_dict, with each message's from_serializable_dict.
+
+    It checks the version, dispatches on ``type`` and reads the fields the seed reads; it knows
+    nothing of Parley's optional fields.
+    """
+    if data.get("version") != "1.0":
+        raise ValueError(f"Unsupported version: {data.get('version')}")
+    read = {
+        "TextMessage": lambda d: {"text": d["text"], "role": Role(d["role"])},
+        "AgentMessage": lambda d: {"text": d["text"]},
+        "ToolCallMessage": lambda d: {
+            "message": d["message"],
+            "tool_name": d["tool_name"],
+            "tool_call_id": d["tool_call_id"],
+            "arguments": d["arguments"],
+            "result": d["result"],
+            "error": d["error"],
+        },
+    }
+    out = []
+    for msg_data in data["messages"]:
+        msg_type = msg_data["type"]
+        if msg_type not in read:
+            raise ValueError(f"Unknown message type: {msg_type}")
+        out.append((msg_type, read[msg_type](msg_data)))
+    return out
+
+
+def parley_messages() -> MessageList:
+    return MessageList(
+        [
+            AgentMessage("sys"),
+            TextMessage("cut", Role.ASSISTANT, incomplete=True),
+            ToolCallMessage("ask", "c1", {"q": "?"}, pending=True, message="Asking."),
+            ToolCallMessage("f", "c2", {}, result=[1, {"a": None}]),
+        ]
+    )
+
+
+def test_the_seed_example_reads_and_writes_back_identically() -> None:
+    messages = MessageList.from_dict(SEED_EXAMPLE)
+    assert messages[3] == ToolCallMessage(
+        "get_weather", "call_123", {"location": "Paris"}, "Sunny, 22°C", None,
+        "I'll check the weather for you",
+    )  # fmt: skip
+    assert messages.to_dict() == SEED_EXAMPLE
+    assert messages.to_dict()["version"] == FORMAT_VERSION == "1.0"
+
+
+def test_written_documents_have_exactly_the_seed_keys_plus_documented_options() -> None:
+    document = json.loads(json.dumps(parley_messages().to_dict()))
+    keys = [set(m) for m in document["messages"]]
+    seed_call_keys = {"type", "message", "tool_name", "tool_call_id", "arguments", "result"}
+    assert keys == [
+        {"type", "text", "role"},
+        {"type", "text", "role", "incomplete"},
+        seed_call_keys | {"error", "role", "pending"},
+        seed_call_keys | {"error", "role"},
+    ]
+    assert document["messages"][1]["incomplete"] is True
+    assert document["messages"][2]["pending"] is True
+    assert document["messages"][2]["result"] is None and document["messages"][2]["error"] is None
+    plain = TextMessage("x", Role.ASSISTANT).to_serializable_dict()
+    assert "incomplete" not in plain  # written only when true
+
+
+def test_the_seeds_own_reader_reads_what_parley_writes() -> None:
+    read = seed_reader(json.loads(json.dumps(parley_messages().to_dict())))
+    assert [kind for kind, _ in read] == [
+        "AgentMessage",
+        "TextMessage",
+        "ToolCallMessage",
+        "ToolCallMessage",
+    ]
+    assert read[1][1] == {"text": "cut", "role": Role.ASSISTANT}
+    assert read[2][1]["tool_call_id"] == "c1" and read[2][1]["result"] is None
+    assert read[3][1]["result"] == [1, {"a": None}]
+
+
+def test_unknown_fields_are_ignored_and_optional_ones_default() -> None:
+    document = {
+        "version": "1.0",
+        "saved_by": "a future Parley",
+        "messages": [
+            {"type": "AgentMessage", "text": "s"},
+            {"type": "TextMessage", "text": "t", "role": "system", "tokens": 3},
+            {"type": "ToolCallMessage", "tool_name": "f", "tool_call_id": "c"},
+        ],
+    }
+    assert list(MessageList.from_dict(document)) == [
+        AgentMessage("s"),
+        TextMessage("t", Role.SYSTEM),
+        ToolCallMessage("f", "c"),
+    ]
+
+
+def test_messages_coerce_roles_and_check_text() -> None:
+    assert TextMessage("x", "assistant").role is Role.ASSISTANT  # type: ignore[arg-type]
+    assert TextMessage("x").role is Role.USER and AgentMessage("s").role is Role.SYSTEM
+    assert ToolCallMessage("f", "c").role is Role.ASSISTANT
+    with pytest.raises(TypeError, match=r"TextMessage\.text must be a str, not int"):
+        TextMessage(5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match=r"AgentMessage\.text must be a str"):
+        AgentMessage(None)  # type: ignore[arg-type]
+
+
+def test_result_text_is_what_a_model_reads() -> None:
+    assert ToolCallMessage("f", "c", result="plain").result_text() == "plain"
+    assert ToolCallMessage("f", "c", result={"é": 1}).result_text() == '{"é": 1}'
+    assert ToolCallMessage("f", "c", result=None).result_text() == "null"
+    assert ToolCallMessage("f", "c", error="bad").result_text() == "Error: bad"
+
+
+def test_message_list_reads_like_a_sequence() -> None:
+    messages = parley_messages()
+    assert len(messages) == 4 and bool(MessageList()) is False
+    assert messages[1:3] == [messages[1], messages[2]]
+    copy = messages.copy()
+    copy.append(TextMessage("more"))
+    assert len(messages) == 4 and copy != messages
+    assert messages == parley_messages() and messages != list(messages)
+    assert "MessageList([AgentMessage(text='sys')" in repr(messages)
+    with pytest.raises(TypeError):
+        hash(messages)
+    with pytest.raises(TypeError, match="not str"):
+        MessageList(["text"])  # type: ignore[list-item]
