@@ -1,0 +1,136 @@
+"""The database handle: one AsyncEngine and its sessions, for SQLite (aiosqlite) or PostgreSQL.
+
+Imports SQLAlchemy and app.settings. SQLite is set up so that concurrent writers wait their turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+
+from app.settings import Settings
+
+DEFAULT_BUSY_TIMEOUT_MS = 5000
+_SQLITE_BEGIN = "parley_sqlite_begin"
+
+
+class Database:
+    """Owns the engine and the session factory; build one per process and dispose it at exit.
+
+    On SQLite every connection runs in WAL mode with a busy timeout and foreign keys on, and a
+    session's transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock up front, so
+    concurrent writers (in this process or another) queue on the busy timeout instead of failing
+    when a read lock cannot be upgraded. ``session(readonly=True)`` starts with a plain ``BEGIN``
+    instead, which in WAL mode never waits for a writer.
+    """
+
+    def __init__(
+        self,
+        url: str | URL,
+        *,
+        busy_timeout_ms: int = DEFAULT_BUSY_TIMEOUT_MS,
+        engine_options: Mapping[str, Any] | None = None,
+    ) -> None:
+        """``engine_options`` go to ``create_async_engine`` (e.g. ``pool_size``)."""
+        self.url = make_url(url)
+        self.is_sqlite = self.url.get_backend_name() == "sqlite"
+        options = dict(engine_options or {})
+        if self.is_sqlite:
+            _create_parent_directory(self.url)
+            self.engine = create_async_engine(self.url, **options)
+            _configure_sqlite(self.engine, busy_timeout_ms)
+        else:
+            self.engine = create_async_engine(self.url, **{"pool_pre_ping": True, **options})
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        read_engine = (
+            self.engine.execution_options(**{_SQLITE_BEGIN: "BEGIN"})
+            if self.is_sqlite
+            else self.engine
+        )
+        self._read_sessions = async_sessionmaker(read_engine, expire_on_commit=False)
+        # SQLite has one writer at a time. Writers of this process queue here, in order,
+        # instead of in SQLite's busy handler, which sleeps up to 100 ms between tries and
+        # gives up after the busy timeout; other processes still wait on the busy timeout.
+        self._write_lock = asyncio.Lock() if self.is_sqlite else None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Database:
+        """The database named by ``settings.database_url`` (``PARLEY_DATABASE_URL``)."""
+        return cls(settings.database_url)
+
+    @property
+    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
+        """The factory behind ``session()``, for code that manages sessions itself."""
+        return self._sessions
+
+    @asynccontextmanager
+    async def session(self, *, readonly: bool = False) -> AsyncIterator[AsyncSession]:
+        """A session; the caller commits (``await session.commit()``), else it rolls back.
+
+        ``readonly=True`` is for sessions that only read: on SQLite they do not queue behind
+        writers. Do not write in one: a read transaction cannot always become a write one.
+        """
+        factory = self._read_sessions if readonly else self._sessions
+        if readonly or self._write_lock is None:
+            async with factory() as session:  # closing it rolls back what was not committed
+                yield session
+            return
+        async with self._write_lock, factory() as session:
+            yield session
+
+    @asynccontextmanager
+    async def transaction(self) -> AsyncIterator[AsyncSession]:
+        """A session that commits when the block ends without an error, else rolls back."""
+        async with self.session() as session:
+            yield session
+            await session.commit()
+
+    async def dispose(self) -> None:
+        """Close every pooled connection; the Database can not be used afterwards."""
+        await self.engine.dispose()
+
+    def __repr__(self) -> str:
+        return f"Database({self.url.render_as_string(hide_password=True)!r})"
+
+
+def _create_parent_directory(url: URL) -> None:
+    database = url.database or ""
+    if database in ("", ":memory:") or database.startswith("file:"):
+        return
+    Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
+    """Pragmas on connect; SQLAlchemy (not the sqlite3 module) emits BEGIN, as IMMEDIATE."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def on_connect(dbapi_connection: Any, connection_record: Any) -> None:
+        # Hands transaction control to the "begin" hook below (SQLAlchemy's documented recipe).
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            cursor.execute("PRAGMA journal_mode = WAL")
+            # WAL + NORMAL: no fsync per commit; a process crash loses nothing, a power cut
+            # can lose the last commits (SQLite's recommended setting for WAL).
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            cursor.execute("PRAGMA foreign_keys = ON")
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def on_begin(connection: Connection) -> None:
+        begin = connection.get_execution_options().get(_SQLITE_BEGIN, "BEGIN IMMEDIATE")
+        connection.exec_driver_sql(begin)

@@ -1,0 +1,127 @@
+"""The storage layer's exceptions; each carries what an HTTP handler needs. Imports nothing.
+
+StorageError                      (code)                  suggested HTTP status
+ ├── ConversationNotFound         conversation-not-found  404  unknown id, malformed id, other owner
+ ├── InvalidCursor                invalid-cursor          400  a list cursor we did not issue
+ ├── StoredDataError              stored-data-error       500  a stored message no longer reads
+ ├── VersionConflict              version-conflict        412  stale expected_version
+ └── StorageConflict                                      409
+      ├── LeaseHeld               conversation-running    another run holds the lease
+      ├── LeaseLost               lease-lost              this run no longer holds the lease
+      ├── ToolCallNotPending      tool-call-not-pending   no pending call with that id
+      └── DuplicateToolCall       duplicate-tool-call     a second pending call with the same id
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class StorageError(Exception):
+    """Base class of every error app.storage raises; ``code`` is a stable slug."""
+
+    code: ClassVar[str] = "storage-error"
+
+
+class ConversationNotFound(StorageError):
+    """No conversation with this id is visible to the caller."""
+
+    code = "conversation-not-found"
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} not found")
+        self.conversation_id = conversation_id
+
+
+class InvalidCursor(StorageError):
+    """A pagination cursor that this service did not issue (or that was altered)."""
+
+    code = "invalid-cursor"
+
+    def __init__(self, cursor: str) -> None:
+        super().__init__(f"invalid cursor {cursor!r}")
+        self.cursor = cursor
+
+
+class StoredDataError(StorageError):
+    """A stored message no longer reads; names the conversation and the message index."""
+
+    code = "stored-data-error"
+
+    def __init__(self, conversation_id: str, index: int, detail: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r}: stored message {index} does not read: {detail}"
+        )
+        self.conversation_id = conversation_id
+        self.index = index
+        self.detail = detail
+
+
+class VersionConflict(StorageError):
+    """The caller's expected version is stale; nothing was changed."""
+
+    code = "version-conflict"
+
+    def __init__(self, conversation_id: str, current_version: int, expected_version: int) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} is at version {current_version}, "
+            f"not {expected_version}"
+        )
+        self.conversation_id = conversation_id
+        self.current_version = current_version
+        self.expected_version = expected_version
+
+
+class StorageConflict(StorageError):
+    """The conversation's state does not allow the operation right now; nothing was changed."""
+
+    code = "conflict"
+
+
+class LeaseHeld(StorageConflict):
+    """A run holds an unexpired lease on the conversation; ``run_id`` names it."""
+
+    code = "conversation-running"
+
+    def __init__(self, conversation_id: str, run_id: str) -> None:
+        super().__init__(f"conversation {conversation_id!r} is running (run {run_id!r})")
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+
+
+class LeaseLost(StorageConflict):
+    """The run ``run_id`` no longer holds the conversation's lease (taken over or released)."""
+
+    code = "lease-lost"
+
+    def __init__(self, conversation_id: str, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} no longer holds conversation {conversation_id!r}")
+        self.conversation_id = conversation_id
+        self.run_id = run_id
+
+
+class ToolCallNotPending(StorageConflict):
+    """A tool result targets a call that is not pending (unknown or already completed)."""
+
+    code = "tool-call-not-pending"
+
+    def __init__(self, conversation_id: str, tool_call_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} has no pending tool call {tool_call_id!r} "
+            "(unknown or already completed)"
+        )
+        self.conversation_id = conversation_id
+        self.tool_call_id = tool_call_id
+
+
+class DuplicateToolCall(StorageConflict):
+    """A pending tool call would share its id with another pending call."""
+
+    code = "duplicate-tool-call"
+
+    def __init__(self, conversation_id: str, tool_call_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id!r} already has a pending tool call {tool_call_id!r}"
+        )
+        self.conversation_id = conversation_id
+        self.tool_call_id = tool_call_id

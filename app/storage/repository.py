@@ -1,0 +1,370 @@
+"""ConversationRepository: conversations and their messages in SQL, for the API and the runs.
+
+Imports SQLAlchemy, app.domain and app.storage. It flushes and never commits: a use case commits
+once. Writers lock the conversation row first, so concurrent writers queue, in any process.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import RowMapping, and_, delete, insert, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.domain import AgentMessage, Message, MessageList, ToolCallMessage
+from app.storage.errors import (
+    ConversationNotFound,
+    LeaseHeld,
+    LeaseLost,
+    StoredDataError,
+    ToolCallNotPending,
+    VersionConflict,
+)
+from app.storage.records import (
+    ConversationRecord,
+    ToolOutcome,
+    check_unique_pending,
+    conversation_key,
+    decode_cursor,
+    dump_message,
+    encode_cursor,
+    load_message,
+    message_rows,
+    new_conversation_id,
+    stored_type,
+    to_record,
+    utcnow,
+)
+from app.storage.tables import CONVERSATIONS, MESSAGES
+
+_CONVERSATIONS = CONVERSATIONS
+_MESSAGES = MESSAGES
+_C = CONVERSATIONS.c
+_M = MESSAGES.c
+_NO_LEASE: dict[str, Any] = {"lease_run_id": None, "lease_expires_at": None}
+
+
+class ConversationRepository:
+    """Reads and changes conversations through one AsyncSession, which the caller commits.
+
+    Every change takes the conversation's row lock (``SELECT ... FOR UPDATE`` on PostgreSQL, the
+    database write lock that ``Database`` sessions take up front on SQLite), checks, then writes;
+    each change bumps ``version`` by one and sets ``updated_at``. When a StorageError is raised
+    nothing has been written. Lease operations change neither ``version`` nor ``updated_at``.
+    """
+
+    def __init__(self, session: AsyncSession, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self._session = session
+        self._clock = clock
+
+    def _now(self) -> datetime:
+        return self._clock().astimezone(UTC)
+
+    # --- reading ------------------------------------------------------------------------------
+
+    async def get(self, conversation_id: str, owner: str | None = None) -> ConversationRecord:
+        """The conversation; ConversationNotFound if unknown, malformed, or not ``owner``'s."""
+        key = conversation_key(conversation_id)
+        result = await self._session.execute(select(_CONVERSATIONS).where(_C.id == key))
+        row = result.mappings().one_or_none()
+        if row is None or (owner is not None and row["owner"] != owner):
+            raise ConversationNotFound(conversation_id)
+        return await self._record(row)
+
+    async def list(
+        self, owner: str, limit: int, cursor: str | None = None
+    ) -> tuple[list[ConversationRecord], str | None]:
+        """A page of ``owner``'s conversations, newest first, and the next page's cursor."""
+        if limit < 1:
+            raise ValueError("limit must be at least 1")
+        query = select(_CONVERSATIONS).where(_C.owner == owner)
+        if cursor is not None:
+            created_at, key = decode_cursor(cursor)
+            query = query.where(
+                or_(_C.created_at < created_at, and_(_C.created_at == created_at, _C.id < key))
+            )
+        query = query.order_by(_C.created_at.desc(), _C.id.desc()).limit(limit + 1)
+        rows = (await self._session.execute(query)).mappings().all()
+        page = rows[:limit]
+        pending = await self._pending_ids([row["id"] for row in page])
+        records = [to_record(row, pending.get(row["id"], ())) for row in page]
+        last = page[-1] if len(rows) > limit else None
+        return records, (encode_cursor(last["created_at"], last["id"]) if last else None)
+
+    async def load_messages(self, conversation_id: str) -> MessageList:
+        """The conversation's MessageList; StoredDataError naming the index if a row is bad."""
+        key = conversation_key(conversation_id)
+        count = await self._session.scalar(select(_C.message_count).where(_C.id == key))
+        if count is None:
+            raise ConversationNotFound(conversation_id)
+        result = await self._session.execute(
+            select(_M.idx, _M.data).where(_M.conversation_id == key).order_by(_M.idx)
+        )
+        messages: builtins.list[Message] = []
+        for expected, (index, data) in enumerate(result):
+            if index != expected:
+                raise StoredDataError(key, expected, f"missing (next stored index is {index})")
+            messages.append(load_message(key, index, data))
+        if len(messages) != count:
+            raise StoredDataError(key, len(messages), f"missing (expected {count} messages)")
+        return MessageList(messages)
+
+    # --- changing -----------------------------------------------------------------------------
+
+    async def create(
+        self,
+        owner: str,
+        messages: MessageList,
+        config: dict[str, Any],
+        metadata: dict[str, Any],
+    ) -> ConversationRecord:
+        """A new conversation at version 1 holding ``messages``."""
+        key, now = new_conversation_id(), self._now()
+        rows = message_rows(key, 0, messages)
+        check_unique_pending(key, rows, stored=set())
+        values = {
+            "id": key,
+            "owner": owner,
+            "created_at": now,
+            "updated_at": now,
+            "config": dict(config),
+            "metadata": dict(metadata),
+            "version": 1,
+            "message_count": len(rows),
+            **_NO_LEASE,
+        }
+        await self._session.execute(insert(_CONVERSATIONS).values(values))
+        if rows:
+            await self._session.execute(insert(_MESSAGES), rows)
+        pending = tuple(r["pending_call_id"] for r in rows if r["pending_call_id"] is not None)
+        return to_record(values, pending)
+
+    async def apply_delta(
+        self,
+        conversation_id: str,
+        *,
+        messages: Sequence[Message] = (),
+        tool_results: Sequence[ToolOutcome] = (),
+        config: dict[str, Any] | None = None,
+        expected_version: int | None = None,
+    ) -> ConversationRecord:
+        """Complete pending tool calls, append messages and replace the config, all or nothing.
+
+        ``config`` is the whole new config (None keeps it). Refused while a run holds the lease
+        (LeaseHeld), on a stale ``expected_version`` (VersionConflict), and when a result targets
+        a call that is not pending (ToolCallNotPending). An empty delta changes nothing.
+        """
+        row, changes = await self._lock(conversation_id, expected_version=expected_version)
+        key = row["id"]
+        completions = await self._completions(key, tool_results)
+        rows = message_rows(key, row["message_count"], messages)
+        await self._check_new_pending(key, rows, completing={c[0] for c in completions})
+        if not (rows or completions or config is not None):
+            return await self._record(row)
+        for _call_id, index, data in completions:
+            await self._session.execute(
+                update(_MESSAGES)
+                .where(_M.conversation_id == key, _M.idx == index)
+                .values(data=data, pending_call_id=None)
+            )
+        if rows:
+            await self._session.execute(insert(_MESSAGES), rows)
+        if config is not None:
+            changes["config"] = dict(config)
+        return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
+
+    async def append_messages(
+        self,
+        conversation_id: str,
+        messages: Sequence[Message],
+        *,
+        run_id: str | None = None,
+        expected_version: int | None = None,
+    ) -> ConversationRecord:
+        """Append messages at the end, one version bump; costs the same at any length.
+
+        With ``run_id`` (a run persisting what it produced) the run must hold the lease, else
+        LeaseLost; without it, like ``apply_delta(messages=...)``: refused while running.
+        """
+        row, changes = await self._lock(
+            conversation_id, expected_version=expected_version, run_id=run_id
+        )
+        key = row["id"]
+        rows = message_rows(key, row["message_count"], messages)
+        await self._check_new_pending(key, rows, completing=set())
+        if not rows:
+            return await self._record(row)
+        await self._session.execute(insert(_MESSAGES), rows)
+        return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
+
+    async def clear(
+        self, conversation_id: str, expected_version: int | None = None
+    ) -> ConversationRecord:
+        """Remove every message but the system prompts (AgentMessage), which are renumbered."""
+        row, changes = await self._lock(conversation_id, expected_version=expected_version)
+        key = row["id"]
+        result = await self._session.execute(
+            select(_M.idx, _M.data).where(_M.conversation_id == key).order_by(_M.idx)
+        )
+        kept = [
+            index for index, data in result if stored_type(key, index, data) == AgentMessage.type
+        ]
+        await self._session.execute(
+            delete(_MESSAGES).where(_M.conversation_id == key, _M.idx.not_in(kept))
+        )
+        # Ascending order: each row moves down into a slot that is already free.
+        for new_index, old_index in enumerate(kept):
+            if new_index != old_index:
+                await self._session.execute(
+                    update(_MESSAGES)
+                    .where(_M.conversation_id == key, _M.idx == old_index)
+                    .values(idx=new_index)
+                )
+        return await self._bump(row, message_count=len(kept), **changes)
+
+    async def delete(self, conversation_id: str, expected_version: int | None = None) -> None:
+        """Delete the conversation and its messages; refused (LeaseHeld) while running."""
+        row, _ = await self._lock(conversation_id, expected_version=expected_version)
+        await self._session.execute(delete(_CONVERSATIONS).where(_C.id == row["id"]))
+
+    # --- the run lease --------------------------------------------------------------------------
+
+    async def acquire_lease(
+        self, conversation_id: str, run_id: str, ttl_seconds: float
+    ) -> ConversationRecord:
+        """Hold the conversation for ``run_id`` for ``ttl_seconds``; LeaseHeld if another holds it.
+
+        An expired lease is taken over; acquiring again as the holder extends the lease.
+        """
+        row = await self._locked_row(conversation_id)
+        now = self._now()
+        holder = row["lease_run_id"]
+        if holder is not None and holder != run_id and row["lease_expires_at"] > now:
+            raise LeaseHeld(row["id"], holder)
+        values = {"lease_run_id": run_id, "lease_expires_at": now + _ttl(ttl_seconds)}
+        await self._session.execute(update(_CONVERSATIONS).where(_C.id == row["id"]).values(values))
+        return await self._record({**row, **values})
+
+    async def renew_lease(self, conversation_id: str, run_id: str, ttl_seconds: float) -> bool:
+        """Extend ``run_id``'s lease to ``ttl_seconds`` from now; False if it no longer holds it.
+
+        A holder whose lease expired keeps it until someone else takes it or writes past it.
+        """
+        result = await self._session.execute(
+            update(_CONVERSATIONS)
+            .where(_C.id == conversation_key(conversation_id), _C.lease_run_id == run_id)
+            .values(lease_expires_at=self._now() + _ttl(ttl_seconds))
+            .returning(_C.id)
+        )
+        return result.first() is not None
+
+    async def release_lease(self, conversation_id: str, run_id: str) -> None:
+        """Let go of the lease if ``run_id`` holds it; otherwise do nothing."""
+        await self._session.execute(
+            update(_CONVERSATIONS)
+            .where(_C.id == conversation_key(conversation_id), _C.lease_run_id == run_id)
+            .values(_NO_LEASE)
+        )
+
+    # --- internals ----------------------------------------------------------------------------
+
+    async def _locked_row(self, conversation_id: str) -> RowMapping:
+        key = conversation_key(conversation_id)
+        query = select(_CONVERSATIONS).where(_C.id == key).with_for_update()
+        row = (await self._session.execute(query)).mappings().one_or_none()
+        if row is None:
+            raise ConversationNotFound(conversation_id)
+        return row
+
+    async def _lock(
+        self, conversation_id: str, *, expected_version: int | None, run_id: str | None = None
+    ) -> tuple[RowMapping, dict[str, Any]]:
+        """Lock the row and check the lease and the version; also the lease changes to write."""
+        row = await self._locked_row(conversation_id)
+        holder, expires = row["lease_run_id"], row["lease_expires_at"]
+        changes: dict[str, Any] = {}
+        if run_id is not None:
+            if holder != run_id:
+                raise LeaseLost(row["id"], run_id)
+        elif holder is not None:
+            if expires > self._now():
+                raise LeaseHeld(row["id"], holder)
+            changes = dict(_NO_LEASE)  # writing past an expired lease ends it
+        if expected_version is not None and row["version"] != expected_version:
+            raise VersionConflict(row["id"], row["version"], expected_version)
+        return row, changes
+
+    async def _bump(self, row: RowMapping, **values: Any) -> ConversationRecord:
+        result = await self._session.execute(
+            update(_CONVERSATIONS)
+            .where(_C.id == row["id"])
+            .values(version=row["version"] + 1, updated_at=self._now(), **values)
+            .returning(*_CONVERSATIONS.c)
+        )
+        return await self._record(result.mappings().one())
+
+    async def _record(self, row: Mapping[Any, Any]) -> ConversationRecord:
+        pending = await self._pending_ids([row["id"]])
+        return to_record(row, pending.get(row["id"], ()))
+
+    async def _pending_ids(self, keys: Sequence[str]) -> dict[str, tuple[str, ...]]:
+        if not keys:
+            return {}
+        # No ORDER BY: sorting by idx in SQL makes SQLite walk every row of the conversation
+        # instead of the small partial index of pending calls.
+        result = await self._session.execute(
+            select(_M.conversation_id, _M.idx, _M.pending_call_id).where(
+                _M.conversation_id.in_(keys), _M.pending_call_id.is_not(None)
+            )
+        )
+        found: dict[str, list[tuple[int, str]]] = {}
+        for key, index, call_id in result:
+            found.setdefault(key, []).append((index, call_id))
+        return {key: tuple(c for _, c in sorted(calls)) for key, calls in found.items()}
+
+    async def _completions(
+        self, key: str, outcomes: Sequence[ToolOutcome]
+    ) -> builtins.list[tuple[str, int, str]]:
+        """(tool_call_id, index, completed JSON) per outcome; ToolCallNotPending if one is not."""
+        if not outcomes:
+            return []
+        ids = [outcome.tool_call_id for outcome in outcomes]
+        result = await self._session.execute(
+            select(_M.pending_call_id, _M.idx, _M.data).where(
+                _M.conversation_id == key, _M.pending_call_id.in_(ids)
+            )
+        )
+        pending = {call_id: (index, data) for call_id, index, data in result}
+        completions: builtins.list[tuple[str, int, str]] = []
+        for outcome in outcomes:
+            if outcome.tool_call_id not in pending:  # unknown, or completed (maybe just now)
+                raise ToolCallNotPending(key, outcome.tool_call_id)
+            index, data = pending.pop(outcome.tool_call_id)
+            call = load_message(key, index, data)
+            if not isinstance(call, ToolCallMessage) or not call.pending:
+                raise StoredDataError(key, index, "marked as a pending tool call but is not one")
+            done = call.completed(result=outcome.result, error=outcome.error)
+            completions.append((outcome.tool_call_id, index, dump_message(done, index)))
+        return completions
+
+    async def _check_new_pending(
+        self, key: str, rows: Sequence[dict[str, Any]], completing: set[str]
+    ) -> None:
+        new_ids = [r["pending_call_id"] for r in rows if r["pending_call_id"] is not None]
+        if not new_ids:
+            return
+        result = await self._session.execute(
+            select(_M.pending_call_id).where(
+                _M.conversation_id == key, _M.pending_call_id.in_(new_ids)
+            )
+        )
+        check_unique_pending(key, rows, stored=set(result.scalars()) - completing)
+
+
+def _ttl(ttl_seconds: float) -> timedelta:
+    if ttl_seconds <= 0:
+        raise ValueError("a lease needs a positive ttl_seconds")
+    return timedelta(seconds=ttl_seconds)

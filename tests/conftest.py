@@ -1,0 +1,192 @@
+"""Shared fixtures: each test gets a clean migrated database, on SQLite and on PostgreSQL.
+
+Imports pytest, alembic, asyncpg and app.storage; nothing domain- or API-specific. Databases are
+built by ``alembic upgrade head`` once per session; SQLite tests get a copy of that file,
+PostgreSQL tests the session's database with every table truncated before the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import secrets
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import asyncpg
+import pytest
+from alembic import command
+from alembic.config import Config
+from sqlalchemy.engine import make_url
+
+from app.storage import Database
+from app.storage.tables import Base
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+POSTGRES_URL = os.environ.get(
+    "PARLEY_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/"
+)
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+]
+
+
+def make_alembic_config(database_url: str) -> Config:
+    """Alembic's config for the repository's migrations, pointed at ``database_url``."""
+    config = Config(str(REPO_ROOT / "alembic.ini"))
+    config.attributes["database_url"] = database_url
+    config.attributes["configure_logger"] = False  # leave pytest's logging alone
+    return config
+
+
+@dataclass
+class PostgresServer:
+    """The PostgreSQL server the tests use, and the throw-away databases made on it."""
+
+    url: str
+    prefix: str = field(default_factory=lambda: f"parley_test_{secrets.token_hex(4)}")
+    counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def migrated(self) -> str:
+        """The session's migrated database, truncated before each test."""
+        return f"{self.prefix}_migrated"
+
+    def url_for(self, database: str) -> str:
+        return make_url(self.url).set(database=database).render_as_string(hide_password=False)
+
+    def dsn(self, database: str = "postgres") -> str:
+        url = make_url(self.url).set(drivername="postgresql", database=database)
+        return url.render_as_string(hide_password=False)
+
+    async def execute(self, *statements: str, database: str = "postgres") -> None:
+        connection = await asyncpg.connect(self.dsn(database), timeout=5)
+        try:
+            for statement in statements:
+                await connection.execute(statement)
+        finally:
+            await connection.close()
+
+    async def create(self) -> str:
+        """A new empty database; returns its name."""
+        name = f"{self.prefix}_{next(self.counter)}"
+        await self.execute(f'CREATE DATABASE "{name}"')
+        return name
+
+    async def truncate(self) -> None:
+        """Empty every table of the migrated database (a leaked transaction fails, not hangs)."""
+        tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        await self.execute(
+            "SET lock_timeout = '10s'", f"TRUNCATE {tables} CASCADE", database=self.migrated
+        )
+
+    async def drop(self, name: str) -> None:
+        await self.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    async def drop_all(self) -> None:
+        connection = await asyncpg.connect(self.dsn(), timeout=5)
+        try:
+            names = await connection.fetch(
+                "SELECT datname FROM pg_database WHERE datname LIKE $1", f"{self.prefix}_%"
+            )
+            for row in names:
+                await connection.execute(f'DROP DATABASE IF EXISTS "{row[0]}" WITH (FORCE)')
+        finally:
+            await connection.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """The PostgreSQL server with a migrated database; skips if it does not answer (not in CI)."""
+    server = PostgresServer(POSTGRES_URL)
+    try:
+        asyncio.run(server.execute("SELECT 1"))
+    except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
+        reason = f"PostgreSQL does not answer at {POSTGRES_URL} ({exc!r})"
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{reason}; CI=true requires PostgreSQL", pytrace=False)
+        pytest.skip(f"{reason}; set PARLEY_TEST_POSTGRES_URL or start PostgreSQL to run these")
+    try:
+        asyncio.run(server.execute(f'CREATE DATABASE "{server.migrated}"'))
+        command.upgrade(make_alembic_config(server.url_for(server.migrated)), "head")
+        yield server
+    finally:
+        asyncio.run(server.drop_all())
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file that each test copies."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "parley.db"
+    command.upgrade(make_alembic_config(f"sqlite+aiosqlite:///{path}"), "head")
+    return path
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """Which database the test runs on: "sqlite" or "postgres"."""
+    return str(request.param)
+
+
+@pytest.fixture
+def backend_template(backend: str, request: pytest.FixtureRequest) -> Path | PostgresServer:
+    """The session's migrated database for this backend (set up outside any event loop)."""
+    name = "sqlite_template" if backend == "sqlite" else "postgres_server"
+    template: Path | PostgresServer = request.getfixturevalue(name)
+    return template
+
+
+def _copy_sqlite(template: Path, directory: Path) -> str:
+    path = directory / "parley.db"
+    shutil.copyfile(template, path)
+    return f"sqlite+aiosqlite:///{path}"
+
+
+@pytest.fixture
+async def database_url(
+    backend: str, backend_template: Path | PostgresServer, tmp_path: Path
+) -> AsyncIterator[str]:
+    """The URL of a migrated database holding no rows, for this test alone."""
+    if backend == "sqlite":
+        yield _copy_sqlite(cast(Path, backend_template), tmp_path)
+        return
+    server = cast(PostgresServer, backend_template)
+    await server.truncate()
+    yield server.url_for(server.migrated)
+
+
+@pytest.fixture
+async def blank_database_url(
+    backend: str, backend_template: Path | PostgresServer, tmp_path: Path
+) -> AsyncIterator[str]:
+    """The URL of an empty database (not migrated) of this test's own, dropped afterwards."""
+    if backend == "sqlite":
+        yield f"sqlite+aiosqlite:///{tmp_path}/blank/parley.db"
+        return
+    server = cast(PostgresServer, backend_template)
+    name = await server.create()
+    try:
+        yield server.url_for(name)
+    finally:
+        await server.drop(name)
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    """A Database on this test's own migrated database, disposed after the test."""
+    db = Database(database_url)
+    try:
+        yield db
+    finally:
+        await db.dispose()
+
+
+@pytest.fixture
+def alembic_config() -> Callable[[str], Config]:
+    """Builds Alembic's config for the repository's migrations, pointed at a URL."""
+    return make_alembic_config

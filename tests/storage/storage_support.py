@@ -1,0 +1,54 @@
+"""Helpers for the storage tests: a clock that moves when told, and a transaction per call.
+
+Imports app.storage and SQLAlchemy. A module of its own (not conftest) so tests can import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+from sqlalchemy import text
+
+from app.domain import MessageList
+from app.storage import ConversationRecord, ConversationRepository, Database
+
+T = TypeVar("T")
+
+
+class FakeClock:
+    """A clock that moves only when told to, starting at a fixed instant."""
+
+    def __init__(self) -> None:
+        self.now = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+
+class Store:
+    """Runs each repository call in its own committed transaction, as a use case would."""
+
+    def __init__(self, database: Database, clock: FakeClock) -> None:
+        self.database = database
+        self.clock = clock
+
+    async def __call__(self, operation: Callable[[ConversationRepository], Awaitable[T]]) -> T:
+        async with self.database.transaction() as session:
+            return await operation(ConversationRepository(session, clock=self.clock))
+
+    async def create(self, messages: MessageList | None = None, **kw: Any) -> ConversationRecord:
+        owner = kw.pop("owner", "alice")
+        config = kw.pop("config", {})
+        metadata = kw.pop("metadata", {})
+        return await self(lambda r: r.create(owner, messages or MessageList(), config, metadata))
+
+    async def sql(self, statement: str, **params: Any) -> list[Any]:
+        """Raw SQL against the test database (to corrupt rows or look behind the repository)."""
+        async with self.database.transaction() as session:
+            result = await session.execute(text(statement), params)
+            return list(result.all()) if result.returns_rows else []  # type: ignore[attr-defined]

@@ -1,0 +1,81 @@
+"""Database: SQLite set up for concurrent use, sessions, settings, the data directory."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+
+from app.domain import MessageList
+from app.settings import Settings
+from app.storage import ConversationRepository, Database
+
+
+async def test_sqlite_connections_use_wal_a_busy_timeout_and_foreign_keys(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path}/pragmas.db")
+    try:
+        async with database.session() as session:
+            pragmas = [
+                (await session.execute(text(f"PRAGMA {name}"))).scalar_one()
+                for name in ("journal_mode", "busy_timeout", "foreign_keys")
+            ]
+    finally:
+        await database.dispose()
+    assert pragmas == ["wal", 5000, 1]
+
+
+async def test_the_sqlite_directory_is_created_on_demand(tmp_path: Path) -> None:
+    path = tmp_path / "not" / "yet" / "there.db"
+    database = Database.from_settings(Settings(database_url=f"sqlite+aiosqlite:///{path}"))
+    try:
+        async with database.transaction() as session:
+            await session.execute(text("CREATE TABLE t (x INTEGER)"))
+    finally:
+        await database.dispose()
+    assert path.is_file()
+    assert "there.db" in repr(database)
+
+
+async def test_sqlite_write_transactions_queue_instead_of_failing(tmp_path: Path) -> None:
+    """Two read-then-write transactions at once: with a plain BEGIN one would fail to upgrade."""
+    database = Database(f"sqlite+aiosqlite:///{tmp_path}/queue.db")
+    try:
+        async with database.transaction() as session:
+            await session.execute(text("CREATE TABLE counter (n INTEGER)"))
+            await session.execute(text("INSERT INTO counter VALUES (0)"))
+
+        async def increment() -> None:
+            async with database.transaction() as session:
+                n = (await session.execute(text("SELECT n FROM counter"))).scalar_one()
+                await asyncio.sleep(0.01)
+                await session.execute(text("UPDATE counter SET n = :n"), {"n": n + 1})
+
+        await asyncio.gather(*(increment() for _ in range(10)))
+        async with database.session(readonly=True) as session:
+            assert (await session.execute(text("SELECT n FROM counter"))).scalar_one() == 10
+    finally:
+        await database.dispose()
+
+
+async def test_a_readonly_session_reads_while_a_writer_holds_the_lock(
+    database: Database,
+) -> None:
+    async with database.transaction() as session:
+        record = await ConversationRepository(session).create("alice", MessageList(), {}, {})
+    async with database.session() as writer:
+        await ConversationRepository(writer).acquire_lease(record.id, "run-1", 60)
+        async with database.session(readonly=True) as reader:
+            seen = await asyncio.wait_for(ConversationRepository(reader).get(record.id), 2)
+        assert seen.lease_run_id is None  # the writer has not committed
+        await writer.commit()
+
+
+async def test_a_session_left_with_an_error_rolls_back(database: Database) -> None:
+    with pytest.raises(RuntimeError):
+        async with database.transaction() as session:
+            await ConversationRepository(session).create("alice", MessageList(), {}, {})
+            raise RuntimeError("boom")
+    async with database.session() as session:
+        assert await ConversationRepository(session).list("alice", 10) == ([], None)

@@ -1,0 +1,133 @@
+"""The run lease: one holder at a time, renewed by it, taken over once expired, never in the way."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from app.domain import AgentMessage, MessageList, Role, TextMessage
+from app.storage import ConversationRecord, LeaseHeld, LeaseLost
+from tests.storage.storage_support import FakeClock, Store
+
+TTL = 30.0
+
+
+async def running(store: Store, run_id: str = "run-1") -> ConversationRecord:
+    created = await store.create(MessageList([AgentMessage("Be brief.")]))
+    return await store(lambda r: r.acquire_lease(created.id, run_id, TTL))
+
+
+async def test_a_lease_cannot_be_taken_twice(store: Store, clock: FakeClock) -> None:
+    record = await running(store)
+    assert record.lease_run_id == "run-1" and record.is_running(clock())
+    assert record.lease_expires_at is not None
+    assert record.lease_expires_at - clock() == timedelta(seconds=TTL)
+
+    clock.advance(TTL - 1)
+    with pytest.raises(LeaseHeld) as caught:
+        await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
+    assert caught.value.run_id == "run-1"
+    assert (await store(lambda r: r.get(record.id))).lease_run_id == "run-1"
+
+
+async def test_the_holder_renews_others_cannot(store: Store, clock: FakeClock) -> None:
+    record = await running(store)
+    clock.advance(TTL - 1)
+
+    assert await store(lambda r: r.renew_lease(record.id, "run-1", TTL)) is True
+    assert await store(lambda r: r.renew_lease(record.id, "run-2", TTL)) is False
+    clock.advance(TTL - 1)  # past the first expiry, within the renewed one
+
+    renewed = await store(lambda r: r.get(record.id))
+    assert renewed.is_running(clock()) and renewed.lease_run_id == "run-1"
+    with pytest.raises(LeaseHeld):
+        await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
+
+
+async def test_an_expired_lease_is_taken_over(store: Store, clock: FakeClock) -> None:
+    record = await running(store)
+    clock.advance(TTL + 1)
+    assert not (await store(lambda r: r.get(record.id))).is_running(clock())
+
+    taken = await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
+
+    assert taken.lease_run_id == "run-2" and taken.is_running(clock())
+    assert await store(lambda r: r.renew_lease(record.id, "run-1", TTL)) is False
+    with pytest.raises(LeaseLost):
+        await store(lambda r: r.append_messages(record.id, [TextMessage("late")], run_id="run-1"))
+    await store(lambda r: r.release_lease(record.id, "run-1"))  # not the holder: no-op
+    assert (await store(lambda r: r.get(record.id))).lease_run_id == "run-2"
+
+
+async def test_the_holder_appends_others_are_refused(store: Store, clock: FakeClock) -> None:
+    record = await running(store)
+    message = TextMessage("hello", role=Role.ASSISTANT)
+
+    appended = await store(lambda r: r.append_messages(record.id, [message], run_id="run-1"))
+
+    assert (appended.version, appended.message_count) == (2, 2)
+    assert appended.is_running(clock())
+    with pytest.raises(LeaseLost) as caught:
+        await store(lambda r: r.append_messages(record.id, [message], run_id="run-2"))
+    assert caught.value.run_id == "run-2"
+
+
+async def test_deltas_clear_and_delete_wait_for_the_run(store: Store, clock: FakeClock) -> None:
+    record = await running(store)
+    for operation in [
+        lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]),
+        lambda r: r.apply_delta(record.id, config={"model": "x"}),
+        lambda r: r.append_messages(record.id, [TextMessage("hi")]),
+        lambda r: r.clear(record.id),
+        lambda r: r.delete(record.id),
+    ]:
+        with pytest.raises(LeaseHeld) as caught:
+            await store(operation)
+        assert caught.value.run_id == "run-1"
+    assert (await store(lambda r: r.get(record.id))).version == 1
+
+    await store(lambda r: r.release_lease(record.id, "run-1"))
+    released = await store(lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]))
+    assert released.version == 2 and released.lease_run_id is None
+
+
+async def test_a_write_past_an_expired_lease_ends_it(store: Store, clock: FakeClock) -> None:
+    record = await running(store)
+    clock.advance(TTL + 1)
+
+    after = await store(lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]))
+
+    assert after.lease_run_id is None and after.lease_expires_at is None
+    with pytest.raises(LeaseLost):
+        await store(lambda r: r.append_messages(record.id, [TextMessage("x")], run_id="run-1"))
+
+
+async def test_an_expired_holder_without_rivals_keeps_its_lease(
+    store: Store, clock: FakeClock
+) -> None:
+    record = await running(store)
+    clock.advance(TTL + 1)
+    assert await store(lambda r: r.renew_lease(record.id, "run-1", TTL)) is True
+    appended = await store(
+        lambda r: r.append_messages(record.id, [TextMessage("x")], run_id="run-1")
+    )
+    assert appended.is_running(clock())
+
+
+async def test_lease_operations_leave_the_version_alone(store: Store, clock: FakeClock) -> None:
+    created = await store.create()
+    clock.advance(1)
+    await store(lambda r: r.acquire_lease(created.id, "run-1", TTL))
+    await store(lambda r: r.renew_lease(created.id, "run-1", TTL))
+    await store(lambda r: r.acquire_lease(created.id, "run-1", TTL))  # the holder again: extends
+    await store(lambda r: r.release_lease(created.id, "run-1"))
+    after = await store(lambda r: r.get(created.id))
+    assert (after.version, after.updated_at, after.lease_run_id) == (1, created.updated_at, None)
+
+
+async def test_leases_on_missing_conversations(store: Store) -> None:
+    assert await store(lambda r: r.renew_lease("0" * 32, "run-1", TTL)) is False
+    await store(lambda r: r.release_lease("0" * 32, "run-1"))
+    with pytest.raises(ValueError):
+        await store(lambda r: r.renew_lease("0" * 32, "run-1", 0))
