@@ -1,9 +1,10 @@
 """The offline adapter: deterministic, no key, no network (DESIGN §6).
 
-It answers with the text of the last user message, one ``ContentBlockDelta`` per word, waiting
-``delay_ms`` before each. A last user message ``call <tool_name> <JSON arguments>`` makes it
-call that tool instead; once the call's result is in the conversation it answers with that
-result as text. Imports the domain only.
+It answers with the text of the last user message, one ``ContentBlockDelta`` per word (each
+word with the whitespace before it, so the deltas join back into the exact text), waiting
+``delay_ms`` before each. A last user message ``call <tool_name> <JSON object>`` makes it call
+that tool instead; once a result of a call made after that message is in the conversation it
+answers with the latest such result as text (an error as ``Error: …``). Imports the domain only.
 """
 
 from __future__ import annotations
@@ -54,12 +55,13 @@ class OfflineAdapter:
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> AsyncIterator[StreamChunk]:
         text, call = _reply(messages)
-        words = re.findall(r"\S+", text)
+        words = re.findall(r"\s*\S+", text)
         usage_in = sum(approximate_tokens(message_text(m)) for m in messages)
         yield ContentBlockStart(0)
-        for i, word in enumerate(words):
-            await asyncio.sleep(self.delay)
-            yield ContentBlockDelta(word if i == 0 else f" {word}")
+        for word in words:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield ContentBlockDelta(word)
         yield ContentBlockStop(0)
         if call is not None:
             yield call
@@ -69,13 +71,13 @@ class OfflineAdapter:
 
 def _reply(messages: Sequence[Message]) -> tuple[str, ToolUse | None]:
     """The text to answer with, and the tool call to make (if any)."""
-    last = messages[-1] if messages else None
-    if isinstance(last, ToolCallMessage) and not last.pending:
-        return last.result_text(), None
-    user = next(
-        (m for m in reversed(messages) if isinstance(m, TextMessage) and m.role is Role.USER),
-        None,
-    )
+    start, user = 0, None
+    for i, message in enumerate(messages):
+        if isinstance(message, TextMessage) and message.role is Role.USER:
+            start, user = i + 1, message
+    answered = [m for m in messages[start:] if isinstance(m, ToolCallMessage) and not m.pending]
+    if answered:
+        return answered[-1].result_text(), None
     if user is None:
         return "", None
     match = _CALL.match(user.text)

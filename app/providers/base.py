@@ -1,0 +1,84 @@
+"""What the real adapters share: their config, and the retry loop that runs before the first chunk.
+
+Imports the domain and httpx2 (the SDKs' HTTP client); the SDK-specific parts live in each adapter.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncGenerator, Callable
+from contextlib import aclosing
+from dataclasses import dataclass, field
+
+import httpx2
+
+from app.domain import ProviderError, StreamChunk
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """When a failed request is tried again: only before its first chunk, never waiting long.
+
+    ``max_wait`` bounds every wait: a provider that asks for a longer one (``retry-after``)
+    gets its error raised at once, carrying the delay it asked for.
+    """
+
+    max_retries: int = 2
+    max_wait: float = 20.0
+    backoff: float = 0.5
+
+    def wait_before_retry(self, retries_done: int, error: ProviderError) -> float | None:
+        """Seconds to wait before retry number ``retries_done + 1``, or None to give up."""
+        if not error.retryable or retries_done >= self.max_retries:
+            return None
+        if error.retry_after is not None:
+            wait = max(error.retry_after, 0.0)
+            return wait if wait <= self.max_wait else None
+        backoff = self.backoff * 2.0**retries_done * (1 - 0.25 * random.random())
+        return min(backoff, self.max_wait)
+
+
+@dataclass(frozen=True)
+class ProviderConfig:
+    """Where and how a real adapter talks to its provider (built from the settings)."""
+
+    api_key: str = field(repr=False)
+    base_url: str | None = None
+    default_model: str = ""
+    connect_timeout: float = 10.0
+    read_timeout: float = 120.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def timeout(self) -> httpx2.Timeout:
+        """The SDK client's timeouts: ``read_timeout`` is the longest wait for the next bytes."""
+        return httpx2.Timeout(self.read_timeout, connect=self.connect_timeout)
+
+
+Attempt = Callable[[], AsyncGenerator[StreamChunk, None]]
+"""Sends the request once and yields its chunks; raises ProviderError on failure."""
+
+
+async def stream_with_retries(
+    attempt: Attempt, policy: RetryPolicy
+) -> AsyncGenerator[StreamChunk, None]:
+    """Yield the chunks of ``attempt()``, retrying per ``policy`` until a chunk has been yielded.
+
+    After the first chunk a failure is raised as it is: the caller has already seen part of
+    the reply. Closing this generator closes the attempt, and so the upstream response.
+    """
+    retries_done = 0
+    while True:
+        started = False
+        try:
+            async with aclosing(attempt()) as chunks:
+                async for chunk in chunks:
+                    started = True
+                    yield chunk
+            return
+        except ProviderError as error:
+            wait = None if started else policy.wait_before_retry(retries_done, error)
+            if wait is None:
+                raise
+        await asyncio.sleep(wait)
+        retries_done += 1

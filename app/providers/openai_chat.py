@@ -1,0 +1,263 @@
+"""The ``openai`` adapter: chat completions through ``openai.AsyncOpenAI``, streamed.
+
+May import the domain, the provider helpers and the ``openai`` SDK. Three translations: our
+messages to a chat-completions request (``_request``), the chunk stream to our StreamChunks
+(``_ChunkReader``), the SDK's exceptions to ProviderError (``errors.openai_error``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from contextlib import aclosing, suppress
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+import httpx2
+import openai
+from openai.types.chat import ChatCompletionChunk
+
+from app.domain import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    Message,
+    MessageStop,
+    ModelResponse,
+    ProviderError,
+    RequestOptions,
+    StreamChunk,
+    TextMessage,
+    ToolSpec,
+    ToolUse,
+    Usage,
+    collect_response,
+    to_openai_format,
+)
+from app.domain.context import TokenCounter
+from app.domain.messages import Role
+from app.providers.base import ProviderConfig, stream_with_retries
+from app.providers.errors import bad_response, openai_error
+from app.providers.tokens import openai_token_counter
+
+DEFAULT_OPENAI_MODEL = "gpt-5.4-mini"
+
+TrailingAssistant = Literal["reject", "send", "continue_final_message"]
+
+_STOP_REASONS = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+}
+
+
+@dataclass(frozen=True)
+class OpenAIConfig(ProviderConfig):
+    """``ProviderConfig`` plus what to do with a conversation ending in an assistant message.
+
+    Chat completions has no prefill: ``reject`` raises ``invalid_request`` before any request;
+    ``send`` sends it as history (servers such as llama.cpp continue it, OpenAI answers anew);
+    ``continue_final_message`` asks a vLLM server to continue it.
+    """
+
+    default_model: str = DEFAULT_OPENAI_MODEL
+    trailing_assistant: TrailingAssistant = "reject"
+
+
+class OpenAIAdapter:
+    """A ModelAdapter over an OpenAI (or OpenAI-compatible) chat-completions endpoint."""
+
+    name = "openai"
+
+    def __init__(self, config: OpenAIConfig, client: openai.AsyncOpenAI | None = None) -> None:
+        self.config = config
+        self.default_model = config.default_model
+        self._client = client
+        openai_token_counter(config.default_model)  # load its vocabulary now, not in a request
+
+    @property
+    def client(self) -> openai.AsyncOpenAI:
+        """The SDK client, made on first use; its own retries are off (we retry, see base)."""
+        if self._client is None:
+            self._client = openai.AsyncOpenAI(
+                api_key=self.config.api_key,
+                base_url=self.config.base_url or "https://api.openai.com/v1",
+                timeout=self.config.timeout(),
+                max_retries=0,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connections."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
+
+    def token_counter(self, model: str) -> TokenCounter | None:
+        """Exact counts for OpenAI-family models (offline tokenizer); None for other models."""
+        return openai_token_counter(model)
+
+    async def send_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> ModelResponse:
+        """The whole reply: the stream below, gathered."""
+        return await collect_response(self.stream_message(messages, tools, options))
+
+    async def stream_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncIterator[StreamChunk]:
+        """The reply as StreamChunks from chat completions, retried before its first chunk.
+
+        Raises ProviderError; closing the iterator early closes the upstream response.
+        """
+        request = self._request(messages, tools, options)
+        async with aclosing(
+            stream_with_retries(lambda: self._attempt(request), self.config.retry)
+        ) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> dict[str, Any]:
+        """The keyword arguments of ``chat.completions.create``; raises before any request."""
+        request: dict[str, Any] = {
+            "model": options.model or self.default_model,
+            "messages": self._messages(messages),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if tools:
+            request["tools"] = [openai_tool(t) for t in tools]
+        if options.temperature is not None:
+            request["temperature"] = options.temperature
+        if options.max_output_tokens is not None:
+            request["max_completion_tokens"] = options.max_output_tokens
+        if self._ends_with_assistant(messages) and (
+            self.config.trailing_assistant == "continue_final_message"
+        ):
+            request["extra_body"] = {"continue_final_message": True, "add_generation_prompt": False}
+        return request
+
+    def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+        if self._ends_with_assistant(messages) and self.config.trailing_assistant == "reject":
+            raise ProviderError(
+                "invalid_request",
+                "openai: the conversation ends with an assistant message, and chat completions "
+                "cannot continue (prefill) it; add a user message, or run it on 'anthropic', "
+                "which takes it as a prefill (PARLEY_OPENAI_TRAILING_ASSISTANT changes this)",
+            )
+        return to_openai_format(messages, include_pending=False)
+
+    @staticmethod
+    def _ends_with_assistant(messages: Sequence[Message]) -> bool:
+        last = messages[-1] if messages else None
+        return isinstance(last, TextMessage) and last.role is Role.ASSISTANT
+
+    async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
+        """One request: its chunks as ours; SDK and transport errors as ProviderError."""
+        try:
+            stream = await self.client.chat.completions.create(**request)
+        except (openai.OpenAIError, httpx2.HTTPError) as exc:
+            raise openai_error(exc) from exc
+        try:
+            reader = _ChunkReader()
+            async for chunk in cast(AsyncIterator[ChatCompletionChunk], stream):
+                for out in reader.feed(chunk):
+                    yield out
+            yield reader.finish()
+        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
+            raise openai_error(exc) from exc
+        finally:
+            with suppress(httpx2.HTTPError):  # a failed close must not hide the real error
+                await stream.close()  # closes the HTTP response: the server stops generating
+
+
+def openai_tool(tool: ToolSpec) -> dict[str, Any]:
+    """A tool as chat completions declares it."""
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+@dataclass
+class _CallBuffer:
+    """One tool call whose arguments arrive in fragments."""
+
+    id: str = ""
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+
+    def tool_use(self) -> ToolUse:
+        raw = "".join(self.arguments).strip()
+        try:
+            params = json.loads(raw) if raw else {}
+        except ValueError:
+            params = None
+        if not isinstance(params, dict):
+            raise bad_response(
+                "openai", f"the arguments of tool call {self.name!r} are not a JSON object"
+            )
+        return ToolUse(self.name, params, self.id or f"call_{uuid.uuid4().hex[:24]}")
+
+
+@dataclass
+class _ChunkReader:
+    """Turns chat-completion chunks into StreamChunks (choice 0 only)."""
+
+    text_open: bool = False
+    calls: dict[int, _CallBuffer] = field(default_factory=dict)
+    finish_reason: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+    def feed(self, chunk: ChatCompletionChunk) -> list[StreamChunk]:
+        if chunk.usage is not None:
+            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+        out: list[StreamChunk] = []
+        for choice in chunk.choices:
+            if choice.index != 0:
+                continue
+            text = (choice.delta.content or "") + (choice.delta.refusal or "")
+            if text:
+                if not self.text_open:
+                    self.text_open = True
+                    out.append(ContentBlockStart(0))
+                out.append(ContentBlockDelta(text, 0))
+            for fragment in choice.delta.tool_calls or ():
+                self._add_fragment(fragment)
+            if choice.finish_reason is not None and self.finish_reason is None:
+                self.finish_reason = choice.finish_reason
+                out.extend(self._close())
+        return out
+
+    def _add_fragment(self, fragment: Any) -> None:
+        buffer = self.calls.setdefault(fragment.index, _CallBuffer())
+        buffer.id = fragment.id or buffer.id
+        function = fragment.function
+        if function is None:
+            return
+        if function.name and function.name != buffer.name:
+            buffer.name += function.name
+        if function.arguments:
+            buffer.arguments.append(function.arguments)
+
+    def _close(self) -> list[StreamChunk]:
+        out: list[StreamChunk] = [ContentBlockStop(0)] if self.text_open else []
+        self.text_open = False
+        out.extend(self.calls[i].tool_use() for i in sorted(self.calls))
+        return out
+
+    def finish(self) -> MessageStop:
+        """The closing MessageStop, once the stream has ended; raises if it never finished."""
+        if self.finish_reason is None:
+            raise bad_response("openai", "the stream ended before its finish_reason")
+        reason = "tool_use" if self.calls else _STOP_REASONS.get(self.finish_reason)
+        return MessageStop(reason or self.finish_reason, self.usage)
