@@ -1,0 +1,147 @@
+"""Routes for conversations: create/load, list, read, delta bundles, export, context, clear.
+
+May import FastAPI, schemas, deps and the runs layer. Each route parses, calls one use case,
+and maps the result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, Response, status
+from fastapi.responses import JSONResponse
+
+from app.api import convert
+from app.api.deps import ConversationsDep, IfMatchDep, ServicesDep
+from app.api.schemas import (
+    ContextMessage,
+    ContextOut,
+    ConversationCreate,
+    ConversationOut,
+    ConversationPage,
+    DeltaBundle,
+    MessageListDocument,
+)
+from app.domain import MessageList, to_anthropic_format, to_openai_format
+
+router = APIRouter(prefix="/conversations", tags=["conversations"])
+
+IdPath = Annotated[str, Path(description="The conversation id.")]
+
+
+@router.post("", status_code=status.HTTP_201_CREATED, response_model=ConversationOut)
+async def create_conversation(
+    body: ConversationCreate, conversations: ConversationsDep, services: ServicesDep
+) -> JSONResponse:
+    """Create a conversation, optionally with a system prompt, a config, metadata, and
+    messages to load in the serialized format (what `GET …/messages` returns)."""
+    if body.system_prompt is not None:
+        convert.check_text(body.system_prompt, ("body", "system_prompt"), services.settings)
+    document = body.messages.model_dump(mode="json") if body.messages else None
+    view = await conversations.create(
+        body.system_prompt, convert.config_patch(body.config), body.metadata, document
+    )
+    out = convert.conversation_out(view)
+    headers = {"Location": f"/conversations/{out.id}", **convert.etag(out.version)}
+    return JSONResponse(out.model_dump(mode="json"), status_code=201, headers=headers)
+
+
+@router.get("", response_model=ConversationPage)
+async def list_conversations(
+    conversations: ConversationsDep,
+    services: ServicesDep,
+    limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
+    cursor: Annotated[str | None, Query(description="From the previous page.")] = None,
+) -> ConversationPage:
+    """Your conversations, newest first, a page at a time."""
+    size = min(limit or services.settings.page_size, services.settings.max_page_size)
+    views, next_cursor = await conversations.list(size, cursor)
+    return ConversationPage(
+        items=[convert.conversation_out(v) for v in views], next_cursor=next_cursor
+    )
+
+
+@router.get("/{conversation_id}", response_model=ConversationOut)
+async def get_conversation(conversation_id: IdPath, conversations: ConversationsDep) -> Response:
+    """A conversation's config, status, message count and version (also its `ETag`)."""
+    out = convert.conversation_out(await conversations.get(conversation_id))
+    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+
+
+@router.delete("/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT)
+async def delete_conversation(conversation_id: IdPath, conversations: ConversationsDep) -> Response:
+    """Delete a conversation and its messages (409 while a run holds it)."""
+    await conversations.delete(conversation_id)
+    return Response(status_code=204)
+
+
+@router.post("/{conversation_id}/deltas", response_model=ConversationOut)
+async def post_delta(
+    conversation_id: IdPath,
+    body: DeltaBundle,
+    conversations: ConversationsDep,
+    services: ServicesDep,
+    expected_version: IfMatchDep,
+) -> Response:
+    """Apply a delta bundle — new messages (`system`, `user`, `assistant`; `tool` results
+    for pending client tool calls) and a config merge patch — all or nothing. With
+    `If-Match`, a stale version gets 412 and changes nothing."""
+    delta = convert.delta(body, services.settings)
+    view = await conversations.apply_delta(conversation_id, delta, expected_version)
+    out = convert.conversation_out(view)
+    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+
+
+@router.get(
+    "/{conversation_id}/messages",
+    response_model=MessageListDocument,
+    responses={200: {"description": "The serialized MessageList, or a provider's shape."}},
+)
+async def get_messages(
+    conversation_id: IdPath,
+    conversations: ConversationsDep,
+    format: Annotated[
+        Literal["parley", "openai", "anthropic"],
+        Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
+    ] = "parley",
+) -> Any:
+    """The conversation's messages: the serialized document ("save") that `POST
+    /conversations` loads back, or `?format=openai` / `?format=anthropic`."""
+    messages = list(await conversations.messages(conversation_id))
+    if format == "openai":
+        return JSONResponse({"messages": to_openai_format(messages)})
+    if format == "anthropic":
+        return JSONResponse(to_anthropic_format(messages))
+    return JSONResponse(MessageList(messages).to_dict())
+
+
+@router.get("/{conversation_id}/context", response_model=ContextOut)
+async def get_context(
+    conversation_id: IdPath,
+    conversations: ConversationsDep,
+    max_tokens: Annotated[
+        int | None, Query(ge=1, description="Token budget (default: the config's).")
+    ] = None,
+) -> ContextOut:
+    """The messages a run would send within `max_tokens`: the system prompt always, then the
+    most recent messages that fit, with token counts."""
+    window, exact, budget = await conversations.context(conversation_id, max_tokens)
+    return ContextOut(
+        max_tokens=budget,
+        total_tokens=window.total_tokens,
+        exact=exact,
+        dropped=window.dropped,
+        messages=[
+            ContextMessage(index=i, tokens=t, message=m.to_serializable_dict())
+            for i, t, m in zip(window.indices, window.token_counts, window.messages, strict=True)
+        ],
+    )
+
+
+@router.post("/{conversation_id}/clear", response_model=ConversationOut)
+async def clear_conversation(
+    conversation_id: IdPath, conversations: ConversationsDep, expected_version: IfMatchDep
+) -> Response:
+    """Remove every message except the system prompt."""
+    out = convert.conversation_out(await conversations.clear(conversation_id, expected_version))
+    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))

@@ -1,0 +1,83 @@
+"""Translations between API schemas and the use cases' plain values, with the size limits.
+
+May import the domain, schemas, settings and the runs layer's value types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.schemas import ConfigPatch, ConversationOut, DeltaBundle, MessageIn
+from app.domain import AgentMessage, Message, Role, TextMessage
+from app.runs.conversations import ConversationView, Delta
+from app.runs.errors import InvalidInput
+from app.settings import Settings
+from app.storage import ToolOutcome
+
+
+def config_patch(patch: ConfigPatch | None) -> dict[str, Any]:
+    """The keys the client sent, ``null`` included (it resets a key)."""
+    if patch is None:
+        return {}
+    return patch.model_dump(mode="json", exclude_unset=True)
+
+
+def check_text(text: str, loc: tuple[str | int, ...], settings: Settings) -> str:
+    if len(text) > settings.max_text_chars:
+        raise InvalidInput(
+            loc, f"text is {len(text)} characters; at most {settings.max_text_chars} allowed"
+        )
+    return text
+
+
+def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
+    """The domain delta of a bundle; a bad item is named by its index and field."""
+    if len(bundle.messages) > settings.max_bundle_messages:
+        raise InvalidInput(
+            ("body", "messages"),
+            f"{len(bundle.messages)} messages; at most {settings.max_bundle_messages} per bundle",
+        )
+    messages: list[Message] = []
+    results: list[ToolOutcome] = []
+    seen: set[str] = set()
+    for i, item in enumerate(bundle.messages):
+        if item.role == "tool":
+            assert item.tool_call_id is not None
+            if item.tool_call_id in seen:
+                raise InvalidInput(
+                    ("body", "messages", i, "tool_call_id"),
+                    f"tool call {item.tool_call_id!r} has two results in this bundle",
+                )
+            seen.add(item.tool_call_id)
+            results.append(ToolOutcome(item.tool_call_id, item.result, item.error))
+        else:
+            messages.append(_message(item, i, settings))
+    return Delta(messages, results, config_patch(bundle.config))
+
+
+def _message(item: MessageIn, i: int, settings: Settings) -> Message:
+    assert item.text is not None
+    text = check_text(item.text, ("body", "messages", i, "text"), settings).strip()
+    if item.role == "system":
+        return AgentMessage(text)
+    return TextMessage(text, Role(item.role))
+
+
+def conversation_out(view: ConversationView) -> ConversationOut:
+    r = view.record
+    return ConversationOut(
+        id=r.id,
+        created_at=r.created_at,
+        updated_at=r.updated_at,
+        status=view.status,
+        config=r.config,
+        metadata=r.metadata,
+        message_count=r.message_count,
+        version=r.version,
+        run_id=view.run_id,
+        pending_tool_call_ids=list(r.pending_tool_call_ids),
+    )
+
+
+def etag(version: int) -> dict[str, str]:
+    return {"ETag": f'"{version}"'}

@@ -1,0 +1,81 @@
+"""Shared request dependencies as ``Annotated`` aliases: services, owner, If-Match.
+
+May import FastAPI, settings and the runs layer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+
+from app.api.problems import BadRequest, Unauthorized
+from app.runs.conversations import ConversationService
+from app.runs.runner import RunService
+from app.runs.services import Services
+
+ANONYMOUS = "anonymous"
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+def get_owner(
+    services: ServicesDep,
+    authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> str:
+    """Who is calling: derived from the bearer token (each token sees only its own)."""
+    token = None
+    if authorization:
+        scheme, _, value = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise Unauthorized("use 'Authorization: Bearer <token>'")
+        token = value.strip()
+    allowed = [k.strip() for k in services.settings.api_keys.split(",") if k.strip()]
+    if allowed and not any(token and hmac.compare_digest(token, k) for k in allowed):
+        raise Unauthorized("a valid API key is required: 'Authorization: Bearer <key>'")
+    if token is None:
+        return ANONYMOUS
+    return "key:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+
+
+OwnerDep = Annotated[str, Depends(get_owner)]
+
+
+def get_conversations(services: ServicesDep, owner: OwnerDep) -> ConversationService:
+    return ConversationService(services, owner)
+
+
+def get_runs(services: ServicesDep, owner: OwnerDep) -> RunService:
+    return RunService(services, owner)
+
+
+ConversationsDep = Annotated[ConversationService, Depends(get_conversations)]
+RunsDep = Annotated[RunService, Depends(get_runs)]
+
+
+def get_if_match(
+    if_match: Annotated[
+        str | None,
+        Header(description='The version you last saw, as its ETag (`"5"`); 412 if stale.'),
+    ] = None,
+) -> int | None:
+    """The version an ``If-Match`` header names (``"5"``, ``W/"5"`` or ``5``; ``*`` = any)."""
+    if if_match is None or if_match.strip() == "*":
+        return None
+    raw = if_match.strip().removeprefix("W/").strip('"')
+    if not raw.isdigit():
+        raise BadRequest(
+            f'If-Match must be a version ETag such as "3", not {if_match!r}', slug="bad-if-match"
+        )
+    return int(raw)
+
+
+IfMatchDep = Annotated[int | None, Depends(get_if_match)]

@@ -1,0 +1,195 @@
+"""Errors as ``application/problem+json`` (RFC 9457), raised anywhere, written in one place.
+
+May import FastAPI/Starlette, the domain, storage and runs errors. Every problem has a stable
+``type`` (``/problems/<slug>``), a ``title``, the HTTP ``status`` and a human ``detail``;
+some carry extensions (``errors``, ``run_id``, ``pending_tool_call_ids``, ``available``…).
+
+    ApiProblem
+     ├── BadRequest (400)            malformed JSON, bad cursor, bad If-Match
+     ├── Unauthorized (401)          a key is required and missing or unknown
+     ├── NotFound (404)              unknown id, or one the caller may not see
+     ├── Conflict (409)              a run holds it; tool calls pending; nothing to cancel
+     ├── PreconditionFailed (412)    stale If-Match
+     ├── PayloadTooLarge (413)       body over the size limit
+     └── Unprocessable (422)         validation: each bad field located in ``errors``
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.responses import JSONResponse
+
+from app.domain import ConversationError
+from app.runs.errors import InvalidInput, NoActiveRun, PendingToolCalls, RunsError
+from app.storage import (
+    ConversationNotFound,
+    InvalidCursor,
+    LeaseHeld,
+    StorageConflict,
+    StorageError,
+    StoredDataError,
+    ToolCallNotPending,
+    VersionConflict,
+)
+
+PROBLEM_JSON = "application/problem+json"
+log = logging.getLogger(__name__)
+
+
+class ApiProblem(Exception):
+    """An error with its HTTP status, stable type slug and title."""
+
+    status = 500
+    slug = "internal-error"
+    title = "Internal server error"
+
+    def __init__(self, detail: str, *, slug: str | None = None, **extensions: Any) -> None:
+        super().__init__(detail)
+        self.detail = detail
+        if slug is not None:
+            self.slug = slug
+        self.extensions = extensions
+
+    def body(self) -> dict[str, Any]:
+        return {
+            "type": f"/problems/{self.slug}",
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            **jsonable_encoder(self.extensions),
+        }
+
+
+class BadRequest(ApiProblem):
+    status, slug, title = 400, "bad-request", "Bad request"
+
+
+class Unauthorized(ApiProblem):
+    status, slug, title = 401, "unauthorized", "Unauthorized"
+
+
+class NotFound(ApiProblem):
+    status, slug, title = 404, "not-found", "Not found"
+
+
+class Conflict(ApiProblem):
+    status, slug, title = 409, "conflict", "Conflict"
+
+
+class PreconditionFailed(ApiProblem):
+    status, slug, title = 412, "version-mismatch", "Precondition failed"
+
+
+class PayloadTooLarge(ApiProblem):
+    status, slug, title = 413, "payload-too-large", "Payload too large"
+
+
+class Unprocessable(ApiProblem):
+    status, slug, title = 422, "validation-error", "Unprocessable content"
+
+
+def problem_response(problem: ApiProblem, headers: dict[str, str] | None = None) -> JSONResponse:
+    """The problem as a response."""
+    extra = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else {}
+    return JSONResponse(
+        problem.body(),
+        status_code=problem.status,
+        media_type=PROBLEM_JSON,
+        headers={**extra, **(headers or {})},
+    )
+
+
+def validation_problem(errors: list[dict[str, Any]]) -> ApiProblem:
+    """A 422 (or a 400 for a body that is not JSON) from pydantic-style errors."""
+    if any(e.get("type") == "json_invalid" for e in errors):
+        first = next(e for e in errors if e.get("type") == "json_invalid")
+        reason = first.get("ctx", {}).get("error", "invalid JSON")
+        return BadRequest(f"the request body is not valid JSON: {reason}", slug="malformed-json")
+    located = [
+        {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type", "")}
+        for e in errors
+    ]
+    where = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in located[:5])
+    return Unprocessable(where or "the request is invalid", errors=located)
+
+
+_STATUS_PROBLEMS: dict[int, type[ApiProblem]] = {
+    400: BadRequest,
+    401: Unauthorized,
+    404: NotFound,
+    409: Conflict,
+    412: PreconditionFailed,
+    413: PayloadTooLarge,
+    422: Unprocessable,
+}
+
+
+def problem_for(exc: Exception) -> ApiProblem:
+    """The problem a storage, use-case or domain error stands for."""
+    match exc:
+        case ConversationNotFound():
+            return NotFound(f"no conversation {exc.conversation_id!r}", slug=exc.code)
+        case InvalidCursor():
+            return BadRequest("the cursor is not one this service issued", slug=exc.code)
+        case VersionConflict():
+            return PreconditionFailed(str(exc), current_version=exc.current_version)
+        case LeaseHeld():
+            return Conflict(str(exc), slug=exc.code, run_id=exc.run_id)
+        case ToolCallNotPending():
+            return Conflict(str(exc), slug=exc.code, tool_call_id=exc.tool_call_id)
+        case StorageConflict():
+            return Conflict(str(exc), slug=exc.code)
+        case StoredDataError():
+            return ApiProblem(str(exc), slug=exc.code, index=exc.index)
+        case InvalidInput():
+            errors = [{"loc": exc.loc, "msg": exc.detail, "type": "value_error"}]
+            return Unprocessable(exc.detail, errors=errors, **exc.extra)
+        case PendingToolCalls():
+            return Conflict(str(exc), slug="tool-results-required", pending_tool_call_ids=exc.ids)
+        case NoActiveRun():
+            return Conflict(str(exc), slug="no-active-run")
+        case ConversationError():
+            return Unprocessable(str(exc), slug="invalid-conversation")
+    return ApiProblem("an unexpected error occurred; it has been logged")
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Turn every error, ours or the framework's, into problem+json."""
+
+    async def on_problem(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, ApiProblem)
+        return problem_response(exc)
+
+    async def on_validation(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return problem_response(validation_problem(list(exc.errors())))
+
+    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        cls = _STATUS_PROBLEMS.get(exc.status_code)
+        if cls is None:
+            problem = ApiProblem(str(exc.detail), slug=f"http-{exc.status_code}")
+            problem.status, problem.title = exc.status_code, str(exc.detail)
+        else:
+            problem = cls(str(exc.detail))
+        return problem_response(problem, dict(exc.headers or {}))
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+        return problem_response(ApiProblem("an unexpected error occurred; it has been logged"))
+
+    async def on_known(_: Request, exc: Exception) -> JSONResponse:
+        return problem_response(problem_for(exc))
+
+    app.add_exception_handler(ApiProblem, on_problem)
+    for known in (StorageError, RunsError, ConversationError):
+        app.add_exception_handler(known, on_known)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,207 @@
+"""Request and response schemas of the HTTP API (pydantic); never domain or storage types.
+
+May import pydantic only. The examples here become the OpenAPI document's examples.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+TOOL_NAME = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+
+
+def _empty_object_schema() -> dict[str, JsonValue]:
+    return {"type": "object", "properties": {}}
+
+
+class ClientToolIn(BaseModel):
+    """A tool the client executes: the run stops with the call pending until its result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=TOOL_NAME, examples=["lookup_order"])
+    description: str = Field("", max_length=4000)
+    parameters: dict[str, JsonValue] = Field(
+        default_factory=_empty_object_schema,
+        description="A JSON schema of type 'object'.",
+    )
+
+    @model_validator(mode="after")
+    def _object_schema(self) -> ClientToolIn:
+        if self.parameters.get("type") != "object":
+            raise ValueError('parameters must be a JSON schema with "type": "object"')
+        return self
+
+
+class ConfigPatch(BaseModel):
+    """A JSON Merge Patch over the conversation's config: ``null`` resets a key."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"provider": "offline", "temperature": None}]},
+    )
+
+    provider: str | None = Field(None, min_length=1, max_length=64)
+    model: str | None = Field(None, min_length=1, max_length=200)
+    tools: list[str] | None = Field(None, description="Names of server-side tools.")
+    client_tools: list[ClientToolIn] | None = None
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000)
+    context_max_tokens: int | None = Field(None, ge=1, le=10_000_000)
+    max_tool_rounds: int | None = Field(None, ge=0, le=100)
+
+
+class MessageIn(BaseModel):
+    """One message of a delta bundle; ``tool`` completes a pending client tool call."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"role": "user", "text": "Why is the sky blue?"},
+                {"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}},
+            ]
+        },
+    )
+
+    role: Literal["system", "user", "assistant", "tool"]
+    text: str | None = None
+    tool_call_id: str | None = Field(None, min_length=1, max_length=200)
+    result: JsonValue = None
+    error: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_for_role(self) -> MessageIn:
+        fields = self.model_fields_set
+        if self.role == "tool":
+            if self.tool_call_id is None:
+                raise ValueError("a tool message needs tool_call_id")
+            if "text" in fields:
+                raise ValueError("a tool message carries result or error, not text")
+            if "result" not in fields and "error" not in fields:
+                raise ValueError("a tool message needs result or error")
+        else:
+            if self.text is None:
+                raise ValueError(f"a {self.role} message needs text")
+            extra = fields & {"tool_call_id", "result", "error"}
+            if extra:
+                raise ValueError(f"a {self.role} message cannot have {', '.join(sorted(extra))}")
+        return self
+
+
+class DeltaBundle(BaseModel):
+    """New messages and a config patch, applied all or nothing."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "system", "text": "Answer in one sentence."},
+                        {"role": "assistant", "text": "Sure, ask away."},
+                        {"role": "user", "text": "Why is the sky blue?"},
+                    ],
+                    "config": {"provider": "offline", "temperature": None},
+                }
+            ]
+        },
+    )
+
+    messages: list[MessageIn] = Field(default_factory=list)
+    config: ConfigPatch | None = None
+
+
+class MessageListDocument(BaseModel):
+    """A MessageList in the serialized format (version "1.0"), as ``GET …/messages`` gives it."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"type": "AgentMessage", "text": "Be brief.", "role": "system"},
+                        {"type": "TextMessage", "text": "Hi!", "role": "user"},
+                    ],
+                    "version": "1.0",
+                }
+            ]
+        },
+    )
+
+    messages: list[JsonValue]
+    version: str
+
+
+class ConversationCreate(BaseModel):
+    """A new conversation: optional system prompt, config, metadata and imported messages."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"system_prompt": "You are a helpful assistant.", "metadata": {"topic": "demo"}}
+            ]
+        },
+    )
+
+    system_prompt: str | None = None
+    config: ConfigPatch | None = None
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    messages: MessageListDocument | None = Field(
+        None, description="Messages to load, in the serialized format."
+    )
+
+
+Status = Literal["idle", "running", "requires_action"]
+
+
+class ConversationOut(BaseModel):
+    """A conversation's state (its messages are at ``…/messages``)."""
+
+    id: str
+    created_at: datetime
+    updated_at: datetime
+    status: Status
+    config: dict[str, Any]
+    metadata: dict[str, Any]
+    message_count: int
+    version: int
+    run_id: str | None = Field(None, description="The running run, while status is running.")
+    pending_tool_call_ids: list[str] = Field(default_factory=list)
+
+
+class ConversationPage(BaseModel):
+    """One page of conversations, newest first."""
+
+    items: list[ConversationOut]
+    next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page.")
+
+
+class ContextMessage(BaseModel):
+    """One message a run would send, with its index and token count."""
+
+    index: int
+    tokens: int
+    message: dict[str, Any]
+
+
+class ContextOut(BaseModel):
+    """What a run would send within ``max_tokens``."""
+
+    max_tokens: int | None
+    total_tokens: int
+    exact: bool = Field(description="True when counted with the model's own tokenizer.")
+    dropped: int = Field(description="Messages left out to fit the budget.")
+    messages: list[ContextMessage]
+
+
+class CancelOut(BaseModel):
+    """The run that was asked to stop."""
+
+    run_id: str
+    status: Literal["cancelling"] = "cancelling"

@@ -1,0 +1,112 @@
+"""A conversation's stored config (a JSON object) and the domain ConversationConfig it runs with.
+
+May import the domain and the providers' token counting. The stored keys are the API's:
+``provider``, ``model``, ``tools``, ``client_tools``, ``temperature``, ``max_output_tokens``,
+``context_max_tokens``, ``max_tool_rounds``. A patch is a JSON Merge Patch (RFC 7396) over
+them: ``null`` removes a key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from app.domain import (
+    ConversationConfig,
+    ConversationConfigurationError,
+    ModelSelectionStrategy,
+    Tool,
+    approximate_tokens,
+)
+from app.domain.context import TokenCounter
+from app.providers.tokens import token_counter_for
+from app.runs.errors import InvalidInput
+
+CONFIG_KEYS = (
+    "provider",
+    "model",
+    "tools",
+    "client_tools",
+    "temperature",
+    "max_output_tokens",
+    "context_max_tokens",
+    "max_tool_rounds",
+)
+
+
+def config_error(key: str, detail: str, **extra: Any) -> InvalidInput:
+    """The error for a bad value of config ``key``."""
+    return InvalidInput(("body", "config", key), detail, **extra)
+
+
+def merge_patch(stored: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """``stored`` with ``patch`` applied: ``None`` removes a key, anything else replaces it."""
+    merged = dict(stored)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+@dataclass(frozen=True)
+class ConfigContext:
+    """What the server offers: the model selector and the server-side tools."""
+
+    selector: ModelSelectionStrategy
+    server_tools: Mapping[str, Tool]
+    tool_timeout: float
+
+    def check(self, config: Mapping[str, Any]) -> None:
+        """Raise InvalidInput unless this server can run ``config``."""
+        provider = config.get("provider")
+        if provider is not None and provider not in self.selector.available:
+            raise config_error(
+                "provider",
+                f"provider {provider!r} is not available on this server; available: "
+                f"{', '.join(self.selector.available)}",
+                available=self.selector.available,
+            )
+        names: list[str] = list(config.get("tools", []))
+        for name in names:
+            if name not in self.server_tools:
+                raise config_error(
+                    "tools",
+                    f"no server-side tool is called {name!r}; available: "
+                    f"{', '.join(sorted(self.server_tools)) or 'none'}",
+                    available=sorted(self.server_tools),
+                )
+        names += [t["name"] for t in config.get("client_tools", [])]
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise config_error("client_tools", f"tool names repeat: {', '.join(repeated)}")
+
+    def token_counter(self, config: ConversationConfig) -> tuple[TokenCounter, bool]:
+        """The counter a run of ``config`` uses, and whether its counts are exact."""
+        try:
+            adapter, model = config.select()
+        except ConversationConfigurationError:
+            return approximate_tokens, False
+        return token_counter_for(adapter, model)
+
+    def build(self, config: Mapping[str, Any]) -> ConversationConfig:
+        """The domain config a run uses for this stored config."""
+        tools = [self.server_tools[n] for n in config.get("tools", []) if n in self.server_tools]
+        tools += [
+            Tool.client(t["name"], t.get("description", ""), t.get("parameters"))
+            for t in config.get("client_tools", [])
+        ]
+        defaults = ConversationConfig()
+        return ConversationConfig(
+            preferred_provider=config.get("provider"),
+            preferred_model=config.get("model"),
+            model_selector=self.selector,
+            tools=tuple(tools),
+            temperature=config.get("temperature"),
+            max_output_tokens=config.get("max_output_tokens"),
+            context_max_tokens=config.get("context_max_tokens"),
+            max_tool_rounds=config.get("max_tool_rounds", defaults.max_tool_rounds),
+            tool_timeout=self.tool_timeout,
+        )

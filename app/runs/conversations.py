@@ -1,0 +1,167 @@
+"""The conversation use cases behind the non-streaming routes; each commits once.
+
+May import the domain, storage and the runs layer. Inputs are plain values (no API schemas);
+outputs are ``ConversationView``s and domain objects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from app.domain import (
+    AgentMessage,
+    ContextWindow,
+    Message,
+    MessageList,
+    MessageListDeserializationError,
+    context_within,
+)
+from app.runs.config import merge_patch
+from app.runs.errors import InvalidInput, NoActiveRun
+from app.runs.services import Services
+from app.storage import ConversationRecord, ConversationRepository, ToolOutcome
+
+
+@dataclass(frozen=True)
+class ConversationView:
+    """A stored conversation and its derived status."""
+
+    record: ConversationRecord
+
+    @property
+    def status(self) -> Literal["idle", "running", "requires_action"]:
+        if self.record.is_running():
+            return "running"
+        return "requires_action" if self.record.pending_tool_call_ids else "idle"
+
+    @property
+    def run_id(self) -> str | None:
+        return self.record.lease_run_id if self.record.is_running() else None
+
+
+@dataclass(frozen=True)
+class Delta:
+    """A delta bundle in domain terms: new messages, tool outcomes, a config merge patch."""
+
+    messages: Sequence[Message] = ()
+    tool_results: Sequence[ToolOutcome] = ()
+    config_patch: Mapping[str, Any] | None = None
+
+
+class ConversationService:
+    """Create, read, change and delete conversations for one owner."""
+
+    def __init__(self, services: Services, owner: str) -> None:
+        self.services = services
+        self.owner = owner
+
+    async def create(
+        self,
+        system_prompt: str | None,
+        config_patch: Mapping[str, Any],
+        metadata: Mapping[str, Any],
+        document: Mapping[str, Any] | None,
+    ) -> ConversationView:
+        messages = self._imported(document)
+        if system_prompt is not None and system_prompt.strip():
+            messages.insert(0, AgentMessage(system_prompt.strip()))
+        config = merge_patch({}, config_patch)
+        self.services.configs.check(config)
+        async with self.services.repository() as repo:
+            record = await repo.create(self.owner, messages, config, dict(metadata))
+        return ConversationView(record)
+
+    def _imported(self, document: Mapping[str, Any] | None) -> MessageList:
+        if document is None:
+            return MessageList()
+        try:
+            messages = MessageList.from_dict(document)
+        except MessageListDeserializationError as exc:
+            raise InvalidInput(("body", "messages"), str(exc)) from exc
+        limit = self.services.settings.max_import_messages
+        if len(messages) > limit:
+            raise InvalidInput(
+                ("body", "messages", "messages"), f"at most {limit} messages can be imported"
+            )
+        return messages
+
+    async def get(self, conversation_id: str) -> ConversationView:
+        async with self.services.reader() as repo:
+            return ConversationView(await repo.get(conversation_id, self.owner))
+
+    async def list(
+        self, limit: int, cursor: str | None
+    ) -> tuple[list[ConversationView], str | None]:
+        async with self.services.reader() as repo:
+            records, next_cursor = await repo.list(self.owner, limit, cursor)
+        return [ConversationView(r) for r in records], next_cursor
+
+    async def delete(self, conversation_id: str) -> None:
+        async with self.services.repository() as repo:
+            await repo.get(conversation_id, self.owner)
+            await repo.delete(conversation_id)
+
+    async def apply_delta(
+        self, conversation_id: str, delta: Delta, expected_version: int | None
+    ) -> ConversationView:
+        """Apply a delta bundle all or nothing; a stale ``expected_version`` changes nothing."""
+        async with self.services.repository() as repo:
+            record = await repo.get(conversation_id, self.owner)
+            record = await apply_delta(repo, self.services, record, delta, expected_version)
+        return ConversationView(record)
+
+    async def messages(self, conversation_id: str) -> MessageList:
+        async with self.services.reader() as repo:
+            await repo.get(conversation_id, self.owner)
+            return await repo.load_messages(conversation_id)
+
+    async def context(
+        self, conversation_id: str, max_tokens: int | None
+    ) -> tuple[ContextWindow, bool, int | None]:
+        """The window a run would send, whether its counts are exact, and the budget used."""
+        async with self.services.reader() as repo:
+            record = await repo.get(conversation_id, self.owner)
+            messages = await repo.load_messages(conversation_id)
+        config = self.services.configs.build(record.config)
+        budget = max_tokens if max_tokens is not None else config.context_max_tokens
+        counter, exact = self.services.configs.token_counter(config)
+        return context_within(list(messages), budget, counter), exact, budget
+
+    async def clear(self, conversation_id: str, expected_version: int | None) -> ConversationView:
+        async with self.services.repository() as repo:
+            await repo.get(conversation_id, self.owner)
+            return ConversationView(await repo.clear(conversation_id, expected_version))
+
+    async def cancel(self, conversation_id: str) -> str:
+        """Ask the running run to stop, here or in another process; return its id."""
+        async with self.services.repository() as repo:
+            record = await repo.get(conversation_id, self.owner)
+            run_id = ConversationView(record).run_id
+            if run_id is None:
+                raise NoActiveRun(conversation_id)
+            if not self.services.runs.cancel(run_id):
+                await repo.release_lease(conversation_id, run_id)
+        return run_id
+
+
+async def apply_delta(
+    repo: ConversationRepository,
+    services: Services,
+    record: ConversationRecord,
+    delta: Delta,
+    expected_version: int | None,
+) -> ConversationRecord:
+    """Apply ``delta`` to the conversation of ``record`` in the repository's transaction."""
+    config = None
+    if delta.config_patch:
+        config = merge_patch(record.config, delta.config_patch)
+        services.configs.check(config)
+    return await repo.apply_delta(
+        record.id,
+        messages=delta.messages,
+        tool_results=delta.tool_results,
+        config=config,
+        expected_version=expected_version,
+    )

@@ -1,0 +1,44 @@
+"""Errors of the use cases, free of HTTP; ``app.api.problems`` maps each to a status.
+
+RunsError
+ ├── InvalidInput        a value the server cannot accept (``loc`` names it)  → 422
+ ├── PendingToolCalls    client tool calls wait for results (``ids``)         → 409
+ └── NoActiveRun         cancel, but nothing runs                              → 409
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+
+class RunsError(Exception):
+    """Base of the use cases' own errors."""
+
+
+class InvalidInput(RunsError):
+    """A value the server cannot accept; ``loc`` locates it in the request."""
+
+    def __init__(self, loc: Sequence[str | int], detail: str, **extra: Any) -> None:
+        super().__init__(detail)
+        self.loc = list(loc)
+        self.detail = detail
+        self.extra = extra
+
+
+class PendingToolCalls(RunsError):
+    """The conversation waits for client tool results before it can run."""
+
+    def __init__(self, ids: Sequence[str]) -> None:
+        super().__init__(
+            "the conversation waits for the results of client tool calls "
+            f"{', '.join(ids)}: post them as role 'tool' messages, then stream again"
+        )
+        self.ids = list(ids)
+
+
+class NoActiveRun(RunsError):
+    """There is no run to cancel."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(f"conversation {conversation_id} has no run in progress")

@@ -1,0 +1,92 @@
+"""Fixtures of the API tests: the app on the test database, in-process and on real uvicorn."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from app.main import create_app
+from app.settings import Settings
+
+
+@pytest.fixture
+def settings(database_url: str) -> Settings:
+    return Settings(database_url=database_url, sse_ping_seconds=0)
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in-process through httpx's ASGI transport (whole responses, no disconnects)."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as c:
+            yield c
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """uvicorn serving the app on a free loopback port, in a thread of its own."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = uvicorn.Config(
+            create_app(settings),
+            host="127.0.0.1",
+            port=self.port,
+            log_level="warning",
+            lifespan="on",
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self.thread.start()
+        for _ in range(500):
+            if self.server.started:
+                return self
+            threading.Event().wait(0.01)
+        raise RuntimeError("uvicorn did not start")
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture
+def live_server(database_url: str) -> Iterator[Callable[..., LiveServer]]:
+    """Start a real uvicorn with the given settings overrides (the test database)."""
+    started: list[LiveServer] = []
+
+    def start(**overrides: Any) -> LiveServer:
+        settings = Settings(database_url=database_url, sse_ping_seconds=0, **overrides)
+        server = LiveServer(settings).__enter__()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.__exit__()
+
+
+async def wait_for(check: Callable[[], Any], within: float = 3.0) -> Any:
+    """Poll the async ``check`` until it returns something truthy."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        result = await check()
+        if result or asyncio.get_running_loop().time() > deadline:
+            return result
+        await asyncio.sleep(0.02)

@@ -1,0 +1,308 @@
+"""The conversation routes through httpx: create/load, list, read, deltas, export, clear."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+PROBLEM = "application/problem+json"
+
+
+async def create(client: httpx.AsyncClient, **body: Any) -> dict[str, Any]:
+    response = await client.post("/conversations", json=body)
+    assert response.status_code == 201, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+async def test_create_with_system_prompt_returns_201_location_and_etag(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post(
+        "/conversations", json={"system_prompt": "Be brief.", "metadata": {"topic": "sky"}}
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert response.headers["location"] == f"/conversations/{body['id']}"
+    assert response.headers["etag"] == f'"{body["version"]}"'
+    assert body["status"] == "idle"
+    assert body["message_count"] == 1
+    assert body["metadata"] == {"topic": "sky"}
+    messages = (await client.get(f"/conversations/{body['id']}/messages")).json()
+    assert messages == {
+        "messages": [{"type": "AgentMessage", "text": "Be brief.", "role": "system"}],
+        "version": "1.0",
+    }
+
+
+async def test_get_reports_config_status_count_and_version(client: httpx.AsyncClient) -> None:
+    conv = await create(client, config={"provider": "offline", "temperature": 0.5})
+    response = await client.get(f"/conversations/{conv['id']}")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["config"] == {"provider": "offline", "temperature": 0.5}
+    assert body["status"] == "idle"
+    assert response.headers["etag"] == f'"{body["version"]}"'
+
+
+async def test_delta_bundle_appends_in_order_including_injected_assistant(
+    client: httpx.AsyncClient,
+) -> None:
+    conv = await create(client)
+    bundle = {
+        "messages": [
+            {"role": "system", "text": "Answer in one sentence."},
+            {"role": "assistant", "text": "  Sure, ask away. "},
+            {"role": "user", "text": "Why is the sky blue?"},
+        ],
+        "config": {"model": "echo"},
+    }
+    response = await client.post(f"/conversations/{conv['id']}/deltas", json=bundle)
+    assert response.status_code == 200, response.text
+    assert response.json()["message_count"] == 3
+    assert response.json()["config"] == {"model": "echo"}
+    doc = (await client.get(f"/conversations/{conv['id']}/messages")).json()
+    assert [(m["type"], m["role"], m["text"]) for m in doc["messages"]] == [
+        ("AgentMessage", "system", "Answer in one sentence."),
+        ("TextMessage", "assistant", "Sure, ask away."),
+        ("TextMessage", "user", "Why is the sky blue?"),
+    ]
+
+
+async def test_config_patch_null_resets_a_key(client: httpx.AsyncClient) -> None:
+    conv = await create(client, config={"temperature": 0.2, "model": "echo"})
+    response = await client.post(
+        f"/conversations/{conv['id']}/deltas", json={"config": {"temperature": None}}
+    )
+    assert response.json()["config"] == {"model": "echo"}
+
+
+async def test_bad_item_is_named_by_index_and_field_and_nothing_is_applied(
+    client: httpx.AsyncClient,
+) -> None:
+    conv = await create(client)
+    bundle = {"messages": [{"role": "user", "text": "ok"}, {"role": "user"}]}
+    response = await client.post(f"/conversations/{conv['id']}/deltas", json=bundle)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == PROBLEM
+    problem = response.json()
+    assert problem["status"] == 422
+    assert problem["errors"][0]["loc"][:3] == ["body", "messages", 1]
+    after = (await client.get(f"/conversations/{conv['id']}")).json()
+    assert after["message_count"] == 0
+    assert after["version"] == conv["version"]
+
+
+async def test_unknown_config_key_is_refused(client: httpx.AsyncClient) -> None:
+    conv = await create(client)
+    response = await client.post(
+        f"/conversations/{conv['id']}/deltas", json={"config": {"api_base": "http://evil"}}
+    )
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "config", "api_base"]
+
+
+async def test_unavailable_provider_is_422_listing_the_available(
+    client: httpx.AsyncClient,
+) -> None:
+    response = await client.post("/conversations", json={"config": {"provider": "nope"}})
+    assert response.status_code == 422
+    assert "offline" in response.json()["available"]
+
+
+async def test_unknown_server_tool_is_422(client: httpx.AsyncClient) -> None:
+    response = await client.post("/conversations", json={"config": {"tools": ["rm_rf"]}})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "config", "tools"]
+
+
+async def test_stale_if_match_is_412_and_changes_nothing(client: httpx.AsyncClient) -> None:
+    conv = await create(client)
+    url = f"/conversations/{conv['id']}/deltas"
+    ok = await client.post(
+        url,
+        json={"messages": [{"role": "user", "text": "a"}]},
+        headers={"If-Match": f'"{conv["version"]}"'},
+    )
+    assert ok.status_code == 200
+    stale = await client.post(
+        url,
+        json={"messages": [{"role": "user", "text": "b"}]},
+        headers={"If-Match": f'"{conv["version"]}"'},
+    )
+    assert stale.status_code == 412
+    assert stale.headers["content-type"] == PROBLEM
+    assert (await client.get(f"/conversations/{conv['id']}")).json()["message_count"] == 1
+
+
+async def test_malformed_json_is_400_problem(client: httpx.AsyncClient) -> None:
+    conv = await create(client)
+    response = await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        content=b"{not json",
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert response.headers["content-type"] == PROBLEM
+    assert response.json()["type"] == "/problems/malformed-json"
+
+
+async def test_unknown_id_is_404_problem(client: httpx.AsyncClient) -> None:
+    for method, path in [
+        ("GET", "/conversations/nope"),
+        ("GET", "/conversations/nope/messages"),
+        ("POST", "/conversations/nope/clear"),
+        ("DELETE", "/conversations/nope"),
+        ("GET", "/conversations/nope/stream"),
+        ("POST", "/conversations/nope/cancel"),
+    ]:
+        response = await client.request(method, path)
+        assert response.status_code == 404, (method, path, response.text)
+        assert response.headers["content-type"] == PROBLEM
+
+
+async def test_another_token_cannot_see_a_conversation(client: httpx.AsyncClient) -> None:
+    alice = {"Authorization": "Bearer alice-token"}
+    created = await client.post("/conversations", json={}, headers=alice)
+    conv_id = created.json()["id"]
+    assert (await client.get(f"/conversations/{conv_id}", headers=alice)).status_code == 200
+    bob = {"Authorization": "Bearer bob-token"}
+    assert (await client.get(f"/conversations/{conv_id}", headers=bob)).status_code == 404
+    assert (await client.get(f"/conversations/{conv_id}")).status_code == 404
+    listed = (await client.get("/conversations", headers=bob)).json()
+    assert listed["items"] == []
+
+
+async def test_body_over_the_limit_is_413(client: httpx.AsyncClient) -> None:
+    huge = {"messages": [{"role": "user", "text": "x" * 2_000_000}]}
+    response = await client.post("/conversations", json=huge)
+    assert response.status_code == 413
+    assert response.headers["content-type"] == PROBLEM
+
+
+async def test_list_is_newest_first_and_paginates(client: httpx.AsyncClient) -> None:
+    ids = [(await create(client, metadata={"n": n}))["id"] for n in range(5)]
+    first = (await client.get("/conversations", params={"limit": 2})).json()
+    assert [c["id"] for c in first["items"]] == ids[::-1][:2]
+    second = (
+        await client.get("/conversations", params={"limit": 2, "cursor": first["next_cursor"]})
+    ).json()
+    assert [c["id"] for c in second["items"]] == ids[::-1][2:4]
+    bad = await client.get("/conversations", params={"cursor": "garbage"})
+    assert bad.status_code == 400
+
+
+async def test_export_then_import_gives_the_identical_document(
+    client: httpx.AsyncClient,
+) -> None:
+    conv = await create(client, system_prompt="Be brief.")
+    await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        json={"messages": [{"role": "user", "text": "hi"}, {"role": "assistant", "text": "yo"}]},
+    )
+    exported = (await client.get(f"/conversations/{conv['id']}/messages")).json()
+    imported = await create(client, messages=exported)
+    again = (await client.get(f"/conversations/{imported['id']}/messages")).json()
+    assert again == exported
+
+
+async def test_import_of_bad_message_names_it(client: httpx.AsyncClient) -> None:
+    doc = {
+        "version": "1.0",
+        "messages": [
+            {"type": "TextMessage", "text": "hi", "role": "user"},
+            {"type": "TextMessage", "text": "hi", "role": "wizard"},
+        ],
+    }
+    response = await client.post("/conversations", json={"messages": doc})
+    assert response.status_code == 422
+    assert "messages[1].role" in response.json()["detail"]
+
+
+async def test_provider_formats(client: httpx.AsyncClient) -> None:
+    conv = await create(client, system_prompt="Be brief.")
+    await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        json={"messages": [{"role": "user", "text": "hi"}]},
+    )
+    url = f"/conversations/{conv['id']}/messages"
+    openai = (await client.get(url, params={"format": "openai"})).json()
+    assert openai == {
+        "messages": [
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "hi"},
+        ]
+    }
+    anthropic = (await client.get(url, params={"format": "anthropic"})).json()
+    assert anthropic["system"] == "Be brief."
+    assert anthropic["messages"] == [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]
+    assert (await client.get(url, params={"format": "xml"})).status_code == 422
+
+
+async def test_context_keeps_system_prompt_and_recent_messages(
+    client: httpx.AsyncClient,
+) -> None:
+    conv = await create(client, system_prompt="Be brief.")
+    texts = [f"message number {i} " + "word " * 20 for i in range(6)]
+    await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        json={"messages": [{"role": "user", "text": t} for t in texts]},
+    )
+    full = (await client.get(f"/conversations/{conv['id']}/context")).json()
+    assert full["dropped"] == 0 and len(full["messages"]) == 7
+    budget = full["messages"][0]["tokens"] + 2 * full["messages"][-1]["tokens"]
+    small = (
+        await client.get(f"/conversations/{conv['id']}/context", params={"max_tokens": budget})
+    ).json()
+    assert [m["index"] for m in small["messages"]] == [0, 5, 6]
+    assert small["total_tokens"] <= budget
+    assert small["exact"] is False
+
+
+async def test_clear_keeps_the_system_prompt(client: httpx.AsyncClient) -> None:
+    conv = await create(client, system_prompt="Be brief.")
+    await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        json={"messages": [{"role": "user", "text": "hi"}]},
+    )
+    response = await client.post(f"/conversations/{conv['id']}/clear")
+    assert response.status_code == 200
+    assert response.json()["message_count"] == 1
+
+
+async def test_delete_then_404(client: httpx.AsyncClient) -> None:
+    conv = await create(client)
+    assert (await client.delete(f"/conversations/{conv['id']}")).status_code == 204
+    assert (await client.get(f"/conversations/{conv['id']}")).status_code == 404
+
+
+async def test_tool_result_for_a_call_that_is_not_pending_is_409(
+    client: httpx.AsyncClient,
+) -> None:
+    conv = await create(client)
+    response = await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        json={"messages": [{"role": "tool", "tool_call_id": "call_9", "result": 1}]},
+    )
+    assert response.status_code == 409
+    assert response.json()["tool_call_id"] == "call_9"
+
+
+async def test_cancel_without_a_run_is_409(client: httpx.AsyncClient) -> None:
+    conv = await create(client)
+    response = await client.post(f"/conversations/{conv['id']}/cancel")
+    assert response.status_code == 409
+    assert response.json()["type"] == "/problems/no-active-run"
+
+
+async def test_chunked_body_over_the_limit_is_413(client: httpx.AsyncClient) -> None:
+    async def chunks() -> Any:
+        for _ in range(40):
+            yield b"x" * 65536
+
+    response = await client.post(
+        "/conversations", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 413
+    assert response.headers["content-type"] == PROBLEM

@@ -1,0 +1,148 @@
+"""Disconnect, cancel and concurrency against a real uvicorn on a loopback port."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from tests.api.conftest import LiveServer, wait_for
+from tests.api.sse import Event, events
+
+WORDS = " ".join(f"w{i}" for i in range(60))
+
+
+async def start_slow_run(
+    http: httpx.AsyncClient, text: str = WORDS
+) -> tuple[str, httpx.Response, Any]:
+    conv_id = (await http.post("/conversations", json={})).json()["id"]
+    request = http.build_request(
+        "POST",
+        f"/conversations/{conv_id}/stream",
+        json={"messages": [{"role": "user", "text": text}]},
+    )
+    response = await http.send(request, stream=True)
+    assert response.status_code == 200
+    return conv_id, response, events(response.aiter_lines())
+
+
+async def read_until(stream: Any, count: int, name: str = "content_block_delta") -> list[Event]:
+    seen: list[Event] = []
+    async for event in stream:
+        seen.append(event)
+        if sum(e.name == name for e in seen) >= count:
+            return seen
+    raise AssertionError(f"the stream ended after {seen!r}")
+
+
+async def test_disconnect_keeps_the_words_as_an_incomplete_message_and_frees_the_lease(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server(offline_delay_ms=40)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        conv_id, response, stream = await start_slow_run(http)
+        seen = await read_until(stream, 5)
+        words = "".join(e.data["delta"] for e in seen if e.name == "content_block_delta")
+        await response.aclose()
+        closed_at = time.monotonic()
+
+        async def idle() -> bool:
+            state = (await http.get(f"/conversations/{conv_id}")).json()
+            return bool(state["status"] == "idle" and state["message_count"] == 2)
+
+        assert await wait_for(idle, within=1.0)
+        assert time.monotonic() - closed_at < 1.0
+        last = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"][-1]
+        assert last["role"] == "assistant" and last["incomplete"] is True
+        assert last["text"].startswith(words)
+        assert len(last["text"]) < len(WORDS)
+
+        follow = await http.post(
+            f"/conversations/{conv_id}/stream", json={"messages": [{"role": "user", "text": "ok"}]}
+        )
+        assert follow.status_code == 200
+        assert "event: done" in follow.text
+
+
+async def test_second_stream_and_delta_during_a_run_get_409_with_the_run_id(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server(offline_delay_ms=40)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        conv_id, response, stream = await start_slow_run(http)
+        started = (await read_until(stream, 1, "run_started"))[0]
+        run_id = started.data["run_id"]
+        second = await http.get(f"/conversations/{conv_id}/stream")
+        assert second.status_code == 409
+        assert second.json()["run_id"] == run_id
+        delta = await http.post(
+            f"/conversations/{conv_id}/deltas", json={"messages": [{"role": "user", "text": "x"}]}
+        )
+        assert delta.status_code == 409
+        state = (await http.get(f"/conversations/{conv_id}")).json()
+        assert state["status"] == "running" and state["run_id"] == run_id
+        await response.aclose()
+
+
+async def test_cancel_from_another_client_ends_the_stream_with_aborted(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server(offline_delay_ms=40)
+    async with (
+        httpx.AsyncClient(base_url=server.url, timeout=10) as first,
+        httpx.AsyncClient(base_url=server.url, timeout=10) as other,
+    ):
+        conv_id, response, stream = await start_slow_run(first)
+        await read_until(stream, 3)
+        cancel = await other.post(f"/conversations/{conv_id}/cancel")
+        assert cancel.status_code == 202
+        rest = [e async for e in stream]
+        await response.aclose()
+        assert rest[-1].name == "done"
+        assert rest[-1].data["status"] == "aborted"
+        state = (await other.get(f"/conversations/{conv_id}")).json()
+        assert state["status"] == "idle"
+        last = (await other.get(f"/conversations/{conv_id}/messages")).json()["messages"][-1]
+        assert last["incomplete"] is True
+
+
+async def test_concurrent_streams_on_different_conversations_all_complete(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server()
+    async with httpx.AsyncClient(base_url=server.url, timeout=20) as http:
+        ids = [(await http.post("/conversations", json={})).json()["id"] for _ in range(10)]
+
+        async def run(conv_id: str) -> str:
+            r = await http.post(
+                f"/conversations/{conv_id}/stream",
+                json={"messages": [{"role": "user", "text": "one two three"}]},
+            )
+            return r.text
+
+        bodies = await asyncio.gather(*(run(i) for i in ids))
+        assert all('"status":"completed"' in b for b in bodies)
+
+
+async def test_head_on_the_stream_does_not_leave_the_conversation_running(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server()
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        conv_id = (await http.post("/conversations", json={})).json()["id"]
+        await http.post(
+            f"/conversations/{conv_id}/deltas", json={"messages": [{"role": "user", "text": "a"}]}
+        )
+        head = await http.head(f"/conversations/{conv_id}/stream")
+        assert head.status_code in (200, 405)
+
+        async def idle() -> bool:
+            state = (await http.get(f"/conversations/{conv_id}")).json()
+            return bool(state["status"] == "idle")
+
+        assert await wait_for(idle, within=1.0)
+        follow = await http.get(f"/conversations/{conv_id}/stream")
+        assert follow.status_code == 200

@@ -1,0 +1,142 @@
+"""The SSE stream in-process: event protocol, persistence, tools, errors before the first byte."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.api.sse import Event, parse
+
+
+async def create(client: httpx.AsyncClient, **body: Any) -> str:
+    response = await client.post("/conversations", json=body)
+    assert response.status_code == 201, response.text
+    conv_id: str = response.json()["id"]
+    return conv_id
+
+
+async def stream(client: httpx.AsyncClient, conv_id: str, body: Any = None) -> list[Event]:
+    url = f"/conversations/{conv_id}/stream"
+    response = await (client.post(url, json=body) if body is not None else client.get(url))
+    assert response.status_code == 200, response.text
+    assert response.headers["content-type"].startswith("text/event-stream")
+    return parse(response.text)
+
+
+async def test_post_stream_applies_delta_then_streams_words_and_persists(
+    client: httpx.AsyncClient,
+) -> None:
+    conv_id = await create(client, system_prompt="Be brief.")
+    events = await stream(
+        client, conv_id, {"messages": [{"role": "user", "text": "why is the sky blue"}]}
+    )
+    names = [e.name for e in events]
+    assert names[0] == "run_started" and names[-1] == "done"
+    assert names.count("content_block_delta") == 5
+    ids = [int(e.id) for e in events if e.id]
+    assert ids == sorted(ids) and len(set(ids)) == len(ids)
+    deltas = "".join(e.data["delta"] for e in events if e.name == "content_block_delta")
+    assert deltas == "why is the sky blue"
+    message = next(e for e in events if e.name == "message")
+    assert message.data["index"] == 2
+    assert message.data["message"] == {
+        "type": "TextMessage",
+        "text": "why is the sky blue",
+        "role": "assistant",
+    }
+    assert names.index("message") < names.index("done")
+    done = events[-1].data
+    assert done["status"] == "completed" and done["message_count"] == 3
+    doc = (await client.get(f"/conversations/{conv_id}/messages")).json()
+    assert doc["messages"][-1] == message.data["message"]
+    state = (await client.get(f"/conversations/{conv_id}")).json()
+    assert state["status"] == "idle" and state["version"] == done["version"]
+
+
+async def test_get_stream_runs_the_conversation_as_it_stands(client: httpx.AsyncClient) -> None:
+    conv_id = await create(client)
+    await client.post(
+        f"/conversations/{conv_id}/deltas", json={"messages": [{"role": "user", "text": "hi"}]}
+    )
+    events = await stream(client, conv_id)
+    assert [e.data["delta"] for e in events if e.name == "content_block_delta"] == ["hi"]
+    stop = next(e for e in events if e.name == "message_stop")
+    assert stop.data["stop_reason"] == "end_turn"
+
+
+async def test_server_tool_round(client: httpx.AsyncClient) -> None:
+    conv_id = await create(client, config={"tools": ["add_numbers"]})
+    events = await stream(
+        client,
+        conv_id,
+        {"messages": [{"role": "user", "text": 'call add_numbers {"numbers": [1, 2, 3.5]}'}]},
+    )
+    names = [e.name for e in events]
+    assert "tool_use" in names
+    messages = [e.data["message"] for e in events if e.name == "message"]
+    assert messages[0]["type"] == "ToolCallMessage" and messages[0]["result"] == 6.5
+    assert messages[1] == {"type": "TextMessage", "text": "6.5", "role": "assistant"}
+    assert events[-1].data["status"] == "completed"
+
+
+async def test_client_tool_requires_action_then_continues(client: httpx.AsyncClient) -> None:
+    tool = {
+        "name": "lookup",
+        "description": "Look it up.",
+        "parameters": {"type": "object", "properties": {"q": {"type": "string"}}},
+    }
+    conv_id = await create(client, config={"client_tools": [tool]})
+    events = await stream(
+        client, conv_id, {"messages": [{"role": "user", "text": 'call lookup {"q": "x"}'}]}
+    )
+    assert events[-1].data["status"] == "requires_action"
+    action = next(e for e in events if e.name == "requires_action")
+    call_id = action.data["tool_calls"][0]["tool_call_id"]
+    state = (await client.get(f"/conversations/{conv_id}")).json()
+    assert state["status"] == "requires_action"
+    assert state["pending_tool_call_ids"] == [call_id]
+
+    blocked = await client.get(f"/conversations/{conv_id}/stream")
+    assert blocked.status_code == 409
+    assert blocked.json()["pending_tool_call_ids"] == [call_id]
+
+    events = await stream(
+        client,
+        conv_id,
+        {"messages": [{"role": "tool", "tool_call_id": call_id, "result": {"answer": 42}}]},
+    )
+    final = [e.data["message"] for e in events if e.name == "message"][-1]
+    assert final["text"] == '{"answer": 42}'
+    twice = await client.post(
+        f"/conversations/{conv_id}/deltas",
+        json={"messages": [{"role": "tool", "tool_call_id": call_id, "result": 1}]},
+    )
+    assert twice.status_code == 409
+
+
+async def test_unavailable_provider_at_stream_time_is_422_before_any_event(
+    client: httpx.AsyncClient,
+) -> None:
+    conv_id = await create(client)
+    response = await client.post(
+        f"/conversations/{conv_id}/stream",
+        json={"config": {"provider": "nope"}, "messages": [{"role": "user", "text": "hi"}]},
+    )
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/problem+json"
+    assert (await client.get(f"/conversations/{conv_id}")).json()["message_count"] == 0
+
+
+async def test_tool_round_limit_ends_with_error_then_done(client: httpx.AsyncClient) -> None:
+    conv_id = await create(client, config={"tools": ["add_numbers"], "max_tool_rounds": 0})
+    events = await stream(
+        client,
+        conv_id,
+        {"messages": [{"role": "user", "text": 'call add_numbers {"numbers": [1]}'}]},
+    )
+    error = next(e for e in events if e.name == "error")
+    assert error.data["code"] == "max_tool_rounds"
+    assert events[-1].name == "done" and events[-1].data["status"] == "failed"
+    state = (await client.get(f"/conversations/{conv_id}")).json()
+    assert state["status"] == "idle"
