@@ -31,11 +31,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class MessageAppended:
-    """A message was completed and appended to the conversation at ``index``."""
+    """A message was completed and appended to the conversation at ``index``.
+
+    ``last`` marks the run's final message: the run appends nothing after it.
+    """
 
     message: Message
     index: int
     kind: str = "message"
+    last: bool = False
 
 
 RunEvent = StreamChunk | MessageAppended
@@ -91,7 +95,7 @@ def _append_final_text(conversation: LLMConversation, run: Run) -> MessageAppend
     run.partial.clear()
     run.replying = False
     conversation.messages.append(message)
-    return MessageAppended(message, len(conversation.messages) - 1)
+    return MessageAppended(message, len(conversation.messages) - 1, last=True)
 
 
 async def _model_round(
@@ -168,8 +172,9 @@ async def _tool_round(
     run.replying = False
     start = len(conversation.messages)
     conversation.messages.extend(results)
+    ends_run = any(m.pending for m in results)  # the caller must run the client tools
     for offset, message in enumerate(results):
-        yield MessageAppended(message, start + offset)
+        yield MessageAppended(message, start + offset, last=ends_run and offset == len(results) - 1)
 
 
 def _token_counter(adapter: ModelAdapter, model: str) -> TokenCounter:

@@ -51,6 +51,7 @@ class Run:
     persisted: int
     version: int
     started: bool = False
+    released: bool = False
     detached: bool = False
 
 
@@ -66,10 +67,15 @@ class RunService:
     ) -> Run:
         """Apply the delta (if any), check the conversation can run, take its lease: at once."""
         run_id = uuid.uuid4().hex
+        async with self.services.reader() as reader:
+            record = await reader.get(conversation_id, self.owner)  # the owner never changes
         async with self.services.repository() as repo:
-            record = await repo.get(conversation_id, self.owner)
             if delta is not None:
-                record = await apply_delta(repo, self.services, record, delta, expected_version)
+                await apply_delta(repo, self.services, record, delta, expected_version)
+            # The lease's record is fresh; a refusal below rolls the lease (and delta) back.
+            record = await repo.acquire_lease(
+                conversation_id, run_id, self.services.settings.run_lease_seconds
+            )
             if record.pending_tool_call_ids:
                 raise PendingToolCalls(record.pending_tool_call_ids)
             config = self.services.configs.build(record.config)
@@ -78,10 +84,9 @@ class RunService:
             except ConversationConfigurationError as exc:
                 available = self.services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
-            record = await repo.acquire_lease(
-                conversation_id, run_id, self.services.settings.run_lease_seconds
-            )
-            messages = await repo.load_messages(conversation_id)
+        # Read outside the write transaction: the lease keeps every other writer out.
+        async with self.services.reader() as reader:
+            messages = await reader.load_messages(conversation_id)
         conversation = LLMConversation(messages, config)
         return Run(run_id, conversation_id, conversation, len(messages), record.version)
 
@@ -156,7 +161,7 @@ class RunService:
         async with contextlib.aclosing(run.conversation.stream()) as stream:
             async for event in stream:
                 if isinstance(event, MessageAppended):
-                    await self._persist(run)
+                    await self._persist(run, last=event.last)
                     payload = {
                         "index": event.index,
                         "version": run.version,
@@ -175,17 +180,25 @@ class RunService:
         await out.put(("requires_action", {"tool_calls": calls}))
         return "requires_action"
 
-    async def _persist(self, run: Run, *, holding_lease: bool = True) -> None:
-        """Store the messages the run appended since the last call."""
+    async def _persist(self, run: Run, *, holding_lease: bool = True, last: bool = False) -> None:
+        """Store the messages the run appended since the last call; ``last`` also lets go of
+        the lease in the same write, as the run appends nothing more."""
         new = run.conversation.messages[run.persisted :]
-        if not new:
+        if not new and not (last and holding_lease):
             return
         async with self.services.repository() as repo:
-            record = await repo.append_messages(
-                run.conversation_id, new, run_id=run.run_id if holding_lease else None
-            )
-        run.persisted += len(new)
-        run.version = record.version
+            if not new:
+                await repo.release_lease(run.conversation_id, run.run_id)
+            else:
+                record = await repo.append_messages(
+                    run.conversation_id,
+                    new,
+                    run_id=run.run_id if holding_lease else None,
+                    release_lease=last and holding_lease,
+                )
+                run.persisted += len(new)
+                run.version = record.version
+        run.released = last and holding_lease
 
     async def _finish(self, run: Run, status: str) -> dict[str, Any]:
         """Persist what is left (an incomplete message), release the lease, report."""
@@ -197,9 +210,11 @@ class RunService:
         except StorageError:
             log.exception("run %s: could not store its last messages", run.run_id)
         try:
-            async with self.services.repository() as repo:
-                await repo.release_lease(run.conversation_id, run.run_id)
-                record = await repo.get(run.conversation_id)
+            if not run.released:
+                async with self.services.repository() as repo:
+                    await repo.release_lease(run.conversation_id, run.run_id)
+            async with self.services.reader() as reader:
+                record = await reader.get(run.conversation_id)
         except Exception:  # the lease then expires by itself
             log.exception("run %s: could not release its lease", run.run_id)
             return {"status": status, "message_count": run.persisted, "version": run.version}

@@ -183,11 +183,13 @@ class ConversationRepository:
         *,
         run_id: str | None = None,
         expected_version: int | None = None,
+        release_lease: bool = False,
     ) -> ConversationRecord:
         """Append messages at the end, one version bump; costs the same at any length.
 
         With ``run_id`` (a run persisting what it produced) the run must hold the lease, else
         LeaseLost; without it, like ``apply_delta(messages=...)``: refused while running.
+        ``release_lease`` lets go of the run's lease in the same write (its last messages).
         """
         row, changes = await self._lock(
             conversation_id, expected_version=expected_version, run_id=run_id
@@ -198,6 +200,8 @@ class ConversationRepository:
         if not rows:
             return await self._record(row)
         await self._session.execute(insert(_MESSAGES), rows)
+        if release_lease and run_id is not None:
+            changes = dict(_NO_LEASE)
         return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
 
     async def clear(

@@ -124,3 +124,19 @@ def test_the_latest_call_of_a_repeated_id_is_the_one_completed() -> None:
     messages = MessageList([older, TextMessage("again"), newer])
     assert messages.find_tool_call("call_1") == (2, newer)
     assert messages.find_tool_call("call_2") is None
+
+
+async def test_message_appended_marks_the_pending_call_as_the_runs_last_message() -> None:
+    from app.domain import ConversationConfig, DefaultModelSelectionStrategy, LLMConversation, Tool
+    from app.domain.run import MessageAppended
+    from app.providers import OfflineAdapter
+
+    config = ConversationConfig(
+        model_selector=DefaultModelSelectionStrategy([OfflineAdapter()]),
+        tools=(Tool.client("lookup"),),
+    )
+    conversation = LLMConversation(config=config)
+    conversation.add("user", 'call lookup {"q": 1}')
+    appended = [e async for e in conversation.stream() if isinstance(e, MessageAppended)]
+    assert [e.last for e in appended] == [True]
+    assert appended[0].message.pending  # type: ignore[union-attr]

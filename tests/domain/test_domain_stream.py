@@ -43,7 +43,7 @@ async def test_stream_yields_chunks_then_the_completed_message(llm: LLMPromptBui
         ContentBlockStop(0),
     ]
     assert isinstance(events[4], MessageStop) and events[4].usage.output_tokens == 2
-    assert events[5] == MessageAppended(TextMessage("hello world", Role.ASSISTANT), 2)
+    assert events[5] == MessageAppended(TextMessage("hello world", Role.ASSISTANT), 2, last=True)
     assert events[5].kind == "message" and len(events) == 6
 
 

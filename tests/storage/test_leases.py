@@ -131,3 +131,15 @@ async def test_leases_on_missing_conversations(store: Store) -> None:
     await store(lambda r: r.release_lease("0" * 32, "run-1"))
     with pytest.raises(ValueError):
         await store(lambda r: r.renew_lease("0" * 32, "run-1", 0))
+
+
+async def test_the_runs_last_messages_release_its_lease_in_the_same_write(store: Store) -> None:
+    record = await running(store)
+    final = TextMessage("done", Role.ASSISTANT)
+    stored = await store(
+        lambda r: r.append_messages(record.id, [final], run_id="run-1", release_lease=True)
+    )
+    assert stored.lease_run_id is None and stored.message_count == 2
+    assert stored.version == record.version + 1
+    again = await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
+    assert again.lease_run_id == "run-2"
