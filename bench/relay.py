@@ -2,8 +2,10 @@
 
 Run by hand: ``.venv/bin/python bench/relay.py``. Starts both behind real uvicorn processes
 on loopback, then measures tokens per second for 1 stream of 20,000 tokens and for 100
-concurrent streams of 200 tokens, and the time to first event (median, p99). Parley persists
-each finished message (SQLite in a temporary directory, or PARLEY_BENCH_DATABASE_URL).
+concurrent streams of 200 tokens, and the time to first event (median, p99): each case five
+times, the two servers alternating, reporting medians (the machines are shared and noisy).
+Parley persists each finished message (SQLite in a temporary directory, or
+PARLEY_BENCH_DATABASE_URL).
 """
 
 from __future__ import annotations
@@ -126,27 +128,36 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, round(0.99 * (len(ordered) - 1)))]
 
 
+ROUNDS = 5
+
+
 async def run_cases(parley: str, bare: str) -> None:
+    """Each case ROUNDS times, bare and Parley alternating; medians of the rounds."""
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
     async with httpx.AsyncClient(timeout=120, limits=limits) as http:
         print(f"{'case':<28}{'server':<8}{'tokens/s':>12}{'ttfe median':>14}{'ttfe p99':>12}")
+        openers = {"bare": bare_opener(bare), "parley": parley_opener(parley)}
         for label, streams, tokens in [
             ("1 stream x 20,000 tokens", 1, 20_000),
             ("100 streams x 200 tokens", 100, 200),
         ]:
-            rates = {}
-            for name, opener in [("bare", bare_opener(bare)), ("parley", parley_opener(parley))]:
+            results: dict[str, list[Result]] = {name: [] for name in openers}
+            for opener in openers.values():
                 await measure(http, opener, min(streams, 10), 50)  # warm up
-                result = await measure(http, opener, streams, tokens)
-                rates[name] = result.tokens_per_second
+            for _ in range(ROUNDS):
+                for name, opener in openers.items():
+                    results[name].append(await measure(http, opener, streams, tokens))
+            rates = {}
+            for name, rounds in results.items():
+                rates[name] = statistics.median(r.tokens_per_second for r in rounds)
+                firsts = [f for r in rounds for f in r.first_event]
                 print(
-                    f"{label:<28}{name:<8}{result.tokens_per_second:>12,.0f}"
-                    f"{statistics.median(result.first_event) * 1000:>12.1f}ms"
-                    f"{p99(result.first_event) * 1000:>10.1f}ms"
+                    f"{label:<28}{name:<8}{rates[name]:>12,.0f}"
+                    f"{statistics.median(firsts) * 1000:>12.1f}ms{p99(firsts) * 1000:>10.1f}ms"
                 )
             print(
                 f"{label:<28}{'ratio':<8}{rates['parley'] / rates['bare']:>12.2f}"
-                "  (parley / bare; target >= 0.5)"
+                f"  (parley / bare, medians of {ROUNDS} rounds; target >= 0.5)"
             )
 
 

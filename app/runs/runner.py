@@ -209,16 +209,13 @@ class RunService:
                 await self._persist(run, holding_lease=False)
         except StorageError:
             log.exception("run %s: could not store its last messages", run.run_id)
-        try:
-            if not run.released:
+        if not run.released:
+            try:
                 async with self.services.repository() as repo:
                     await repo.release_lease(run.conversation_id, run.run_id)
-            async with self.services.reader() as reader:
-                record = await reader.get(run.conversation_id)
-        except Exception:  # the lease then expires by itself
-            log.exception("run %s: could not release its lease", run.run_id)
-            return {"status": status, "message_count": run.persisted, "version": run.version}
-        return {"status": status, "message_count": record.message_count, "version": record.version}
+            except Exception:  # the lease then expires by itself
+                log.exception("run %s: could not release its lease", run.run_id)
+        return {"status": status, "message_count": run.persisted, "version": run.version}
 
     async def _keep_lease(self, run: Run, producer: asyncio.Task[Any] | None) -> None:
         """Renew the lease at a third of its term; stop the run if it was lost."""
