@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import aclosing, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -24,16 +24,14 @@ from app.domain import (
     ContentBlockStop,
     Message,
     MessageStop,
-    ModelResponse,
     RequestOptions,
     StreamChunk,
     ToolSpec,
     ToolUse,
     Usage,
-    collect_response,
     to_anthropic_format,
 )
-from app.providers.base import ProviderConfig, stream_with_retries
+from app.providers.base import ProviderConfig, RetryingAdapter
 from app.providers.errors import anthropic_error, bad_response
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
@@ -49,10 +47,12 @@ class AnthropicConfig(ProviderConfig):
     max_tokens: int = 4096
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(RetryingAdapter):
     """A ModelAdapter over Anthropic's messages API; a trailing assistant message is a prefill."""
 
     name = "anthropic"
+
+    config: AnthropicConfig
 
     def __init__(
         self, config: AnthropicConfig, client: anthropic.AsyncAnthropic | None = None
@@ -78,26 +78,6 @@ class AnthropicAdapter:
         if self._client is not None:
             await self._client.close()
             self._client = None
-
-    async def send_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
-    ) -> ModelResponse:
-        """The whole reply: the stream below, gathered."""
-        return await collect_response(self.stream_message(messages, tools, options))
-
-    async def stream_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
-    ) -> AsyncIterator[StreamChunk]:
-        """The reply as StreamChunks from the messages API, retried before its first chunk.
-
-        Raises ProviderError; closing the iterator early closes the upstream response.
-        """
-        request = self._request(messages, tools, options)
-        async with aclosing(
-            stream_with_retries(lambda: self._attempt(request), self.config.retry)
-        ) as chunks:
-            async for chunk in chunks:
-                yield chunk
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions

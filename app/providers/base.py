@@ -7,13 +7,22 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
+from typing import Any
 
 import httpx2
 
-from app.domain import ProviderError, StreamChunk
+from app.domain import (
+    Message,
+    ModelResponse,
+    ProviderError,
+    RequestOptions,
+    StreamChunk,
+    ToolSpec,
+    collect_response,
+)
 
 
 @dataclass(frozen=True)
@@ -82,3 +91,43 @@ async def stream_with_retries(
                 raise
         await asyncio.sleep(wait)
         retries_done += 1
+
+
+class RetryingAdapter:
+    """What the SDK adapters share: ``send_message`` gathers ``stream_message``, which runs
+    single attempts (``_attempt``) of one request (``_request``), retried before the first chunk.
+
+    Subclasses set ``config`` (with its ``retry`` policy) and implement the two methods.
+    """
+
+    config: ProviderConfig
+
+    async def send_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> ModelResponse:
+        """The whole reply: the stream below, gathered."""
+        return await collect_response(self.stream_message(messages, tools, options))
+
+    async def stream_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncIterator[StreamChunk]:
+        """The reply as StreamChunks, retried before its first chunk.
+
+        Raises ProviderError; closing the iterator early closes the upstream response.
+        """
+        request = self._request(messages, tools, options)
+        async with aclosing(
+            stream_with_retries(lambda: self._attempt(request), self.config.retry)
+        ) as chunks:
+            async for chunk in chunks:
+                yield chunk
+
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> dict[str, Any]:
+        """The SDK call's keyword arguments; may raise ProviderError before any request."""
+        raise NotImplementedError
+
+    def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
+        """One request: its events as our chunks; SDK and transport errors as ProviderError."""
+        raise NotImplementedError

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import aclosing, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -24,7 +24,6 @@ from app.domain import (
     ContentBlockStop,
     Message,
     MessageStop,
-    ModelResponse,
     ProviderError,
     RequestOptions,
     StreamChunk,
@@ -32,12 +31,11 @@ from app.domain import (
     ToolSpec,
     ToolUse,
     Usage,
-    collect_response,
     to_openai_format,
 )
 from app.domain.context import TokenCounter
 from app.domain.messages import Role
-from app.providers.base import ProviderConfig, stream_with_retries
+from app.providers.base import ProviderConfig, RetryingAdapter
 from app.providers.errors import bad_response, openai_error
 from app.providers.tokens import openai_token_counter
 
@@ -67,10 +65,12 @@ class OpenAIConfig(ProviderConfig):
     trailing_assistant: TrailingAssistant = "reject"
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(RetryingAdapter):
     """A ModelAdapter over an OpenAI (or OpenAI-compatible) chat-completions endpoint."""
 
     name = "openai"
+
+    config: OpenAIConfig
 
     def __init__(self, config: OpenAIConfig, client: openai.AsyncOpenAI | None = None) -> None:
         self.config = config
@@ -99,26 +99,6 @@ class OpenAIAdapter:
     def token_counter(self, model: str) -> TokenCounter | None:
         """Exact counts for OpenAI-family models (offline tokenizer); None for other models."""
         return openai_token_counter(model)
-
-    async def send_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
-    ) -> ModelResponse:
-        """The whole reply: the stream below, gathered."""
-        return await collect_response(self.stream_message(messages, tools, options))
-
-    async def stream_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
-    ) -> AsyncIterator[StreamChunk]:
-        """The reply as StreamChunks from chat completions, retried before its first chunk.
-
-        Raises ProviderError; closing the iterator early closes the upstream response.
-        """
-        request = self._request(messages, tools, options)
-        async with aclosing(
-            stream_with_retries(lambda: self._attempt(request), self.config.retry)
-        ) as chunks:
-            async for chunk in chunks:
-                yield chunk
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
