@@ -35,6 +35,7 @@ async def create_conversation(
 ) -> JSONResponse:
     """Create a conversation, optionally with a system prompt, a config, metadata, and
     messages to load in the serialized format (what `GET …/messages` returns)."""
+    convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
     if body.system_prompt is not None:
         convert.check_text(body.system_prompt, ("body", "system_prompt"), services.settings)
     document = body.messages.model_dump(mode="json") if body.messages else None

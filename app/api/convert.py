@@ -8,11 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.schemas import ConfigPatch, ConversationOut, DeltaBundle, MessageIn
-from app.domain import AgentMessage, Message, Role, TextMessage
+from app.domain import AgentMessage, Message, Role, TextMessage, ToolResult
 from app.runs.conversations import ConversationView, Delta
 from app.runs.errors import InvalidInput
 from app.settings import Settings
-from app.storage import ToolOutcome
 
 
 def config_patch(patch: ConfigPatch | None) -> dict[str, Any]:
@@ -20,6 +19,22 @@ def config_patch(patch: ConfigPatch | None) -> dict[str, Any]:
     if patch is None:
         return {}
     return patch.model_dump(mode="json", exclude_unset=True)
+
+
+def check_unicode(value: Any, loc: tuple[str | int, ...]) -> None:
+    """Refuse strings that are not valid Unicode (lone surrogates such as ``"\\ud800"``)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidInput(loc, "the text holds a lone surrogate: not valid Unicode") from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_unicode(key, (*loc, key))
+            check_unicode(item, (*loc, key))
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_unicode(item, (*loc, i))
 
 
 def check_text(text: str, loc: tuple[str | int, ...], settings: Settings) -> str:
@@ -32,13 +47,14 @@ def check_text(text: str, loc: tuple[str | int, ...], settings: Settings) -> str
 
 def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
     """The domain delta of a bundle; a bad item is named by its index and field."""
+    check_unicode(bundle.model_dump(exclude_unset=True), ("body",))
     if len(bundle.messages) > settings.max_bundle_messages:
         raise InvalidInput(
             ("body", "messages"),
             f"{len(bundle.messages)} messages; at most {settings.max_bundle_messages} per bundle",
         )
     messages: list[Message] = []
-    results: list[ToolOutcome] = []
+    results: list[ToolResult] = []
     seen: set[str] = set()
     for i, item in enumerate(bundle.messages):
         if item.role == "tool":
@@ -49,7 +65,7 @@ def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
                     f"tool call {item.tool_call_id!r} has two results in this bundle",
                 )
             seen.add(item.tool_call_id)
-            results.append(ToolOutcome(item.tool_call_id, item.result, item.error))
+            results.append(ToolResult(item.tool_call_id, item.result, item.error))
         else:
             messages.append(_message(item, i, settings))
     return Delta(messages, results, config_patch(bundle.config))

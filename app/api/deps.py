@@ -71,7 +71,7 @@ def get_if_match(
     if if_match is None or if_match.strip() == "*":
         return None
     raw = if_match.strip().removeprefix("W/").strip('"')
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()):
         raise BadRequest(
             f'If-Match must be a version ETag such as "3", not {if_match!r}', slug="bad-if-match"
         )

@@ -26,7 +26,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
 from app.domain import ConversationError
-from app.runs.errors import InvalidInput, NoActiveRun, PendingToolCalls, RunsError
+from app.runs.errors import (
+    InvalidInput,
+    NoActiveRun,
+    NothingToAnswer,
+    PendingToolCalls,
+    RunsError,
+)
 from app.storage import (
     ConversationNotFound,
     InvalidCursor,
@@ -154,6 +160,8 @@ def problem_for(exc: Exception) -> ApiProblem:
             return Conflict(str(exc), slug="tool-results-required", pending_tool_call_ids=exc.ids)
         case NoActiveRun():
             return Conflict(str(exc), slug="no-active-run")
+        case NothingToAnswer():
+            return Conflict(str(exc), slug="nothing-to-answer")
         case ConversationError():
             return Unprocessable(str(exc), slug="invalid-conversation")
     return ApiProblem("an unexpected error occurred; it has been logged")

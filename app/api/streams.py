@@ -7,11 +7,12 @@ Errors before the first event are problem+json; after it, an ``error`` event, th
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Header, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.background import BackgroundTask
 
@@ -37,13 +38,14 @@ SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
 def _sse(runs: RunService, run: Run, ping: float) -> EventSourceResponse:
     async def encoded() -> AsyncIterator[bytes]:
         seq = 0
-        async for batch in runs.events(run):
-            chunks = []
-            for name, payload in batch:
-                seq += 1
-                data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-                chunks.append(ServerSentEvent(data, event=name, id=str(seq)).encode())
-            yield b"".join(chunks)
+        async with contextlib.aclosing(runs.events(run)) as batches:
+            async for batch in batches:
+                chunks = []
+                for name, payload in batch:
+                    seq += 1
+                    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+                    chunks.append(ServerSentEvent(data, event=name, id=str(seq)).encode())
+                yield b"".join(chunks)
 
     return EventSourceResponse(
         encoded(),
@@ -57,10 +59,18 @@ def _sse(runs: RunService, run: Run, ping: float) -> EventSourceResponse:
     "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
 )
 async def stream_conversation(
-    conversation_id: IdPath, runs: RunsDep, services: ServicesDep
-) -> EventSourceResponse:
+    conversation_id: IdPath,
+    runs: RunsDep,
+    services: ServicesDep,
+    last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
+) -> Response:
     """Run the model on the conversation as it stands and stream the reply. Closing the
-    connection aborts the run: the text so far is kept, marked incomplete."""
+    connection aborts the run: the text so far is kept, marked incomplete.
+
+    A browser `EventSource` reconnecting (it sends `Last-Event-ID`) gets 204, which tells it
+    to stop: a run is never repeated by a reconnect; open a new stream to run again."""
+    if last_event_id is not None:
+        return Response(status_code=204)
     run = await runs.prepare(conversation_id)
     return _sse(runs, run, services.settings.sse_ping_seconds)
 

@@ -22,6 +22,7 @@ from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, approximate_tokens, context_within
 from app.domain.conversation import LLMConversation, MessageAppended, RunEvent, ToolResult
 from app.domain.errors import (
+    ContextWindowError,
     ConversationConfigurationError,
     ConversationError,
     ConversationFileError,
@@ -44,6 +45,7 @@ __all__ = [
     "ContentBlockStart",
     "ContentBlockStop",
     "ContextWindow",
+    "ContextWindowError",
     "ConversationConfig",
     "ConversationConfigurationError",
     "ConversationError",

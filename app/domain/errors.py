@@ -5,6 +5,7 @@ ConversationError
  ├── MessageListSerializationError     a message that cannot be serialized (names it)
  ├── DeltaApplicationError              a delta that cannot be applied (nothing applied)
  ├── ConversationConfigurationError     a config or conversation that cannot run
+ │    └── ContextWindowError            the token budget leaves out the latest message
  ├── ConversationFileError              save/load could not read or write the file
  ├── ToolRoundLimitError                the model kept calling tools past max_tool_rounds
  └── ProviderError                      a model provider failed (stable ``code``)
@@ -31,6 +32,10 @@ class DeltaApplicationError(ConversationError, ValueError):
 
 class ConversationConfigurationError(ConversationError, ValueError):
     """The conversation's configuration (or the conversation itself) cannot be used."""
+
+
+class ContextWindowError(ConversationConfigurationError):
+    """The token budget leaves no room for the latest message."""
 
 
 class ConversationFileError(ConversationError, OSError):

@@ -22,7 +22,7 @@ from app.domain.adapter import (
     ToolUse,
 )
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
-from app.domain.errors import ConversationConfigurationError, ProviderError, ToolRoundLimitError
+from app.domain.errors import ContextWindowError, ProviderError, ToolRoundLimitError
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
 
 if TYPE_CHECKING:
@@ -132,7 +132,7 @@ async def _model_round(
 def _check_window(window: ContextWindow, messages: list[Message], budget: int | None) -> None:
     """Refuse to send a window that kept nothing but the system prompt."""
     if window.dropped and all(isinstance(m, AgentMessage) for m in window.messages):
-        raise ConversationConfigurationError(
+        raise ContextWindowError(
             f"context_max_tokens={budget} leaves no room for the latest message "
             f"({window.dropped} of {len(messages)} messages would be dropped, the latest "
             "among them); raise context_max_tokens"

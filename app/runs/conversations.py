@@ -16,6 +16,8 @@ from app.domain import (
     Message,
     MessageList,
     MessageListDeserializationError,
+    TextMessage,
+    ToolResult,
     context_within,
 )
 from app.runs.config import merge_patch
@@ -46,7 +48,7 @@ class Delta:
     """A delta bundle in domain terms: new messages, tool outcomes, a config merge patch."""
 
     messages: Sequence[Message] = ()
-    tool_results: Sequence[ToolOutcome] = ()
+    tool_results: Sequence[ToolResult] = ()
     config_patch: Mapping[str, Any] | None = None
 
 
@@ -85,6 +87,13 @@ class ConversationService:
             raise InvalidInput(
                 ("body", "messages", "messages"), f"at most {limit} messages can be imported"
             )
+        longest = self.services.settings.max_text_chars
+        for i, message in enumerate(messages):
+            if isinstance(message, TextMessage | AgentMessage) and len(message.text) > longest:
+                raise InvalidInput(
+                    ("body", "messages", "messages", i, "text"),
+                    f"messages[{i}].text: {len(message.text)} characters; at most {longest}",
+                )
         return messages
 
     async def get(self, conversation_id: str) -> ConversationView:
@@ -161,7 +170,7 @@ async def apply_delta(
     return await repo.apply_delta(
         record.id,
         messages=delta.messages,
-        tool_results=delta.tool_results,
+        tool_results=[ToolOutcome(r.tool_call_id, r.result, r.error) for r in delta.tool_results],
         config=config,
         expected_version=expected_version,
     )

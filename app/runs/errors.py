@@ -3,7 +3,8 @@
 RunsError
  ├── InvalidInput        a value the server cannot accept (``loc`` names it)  → 422
  ├── PendingToolCalls    client tool calls wait for results (``ids``)         → 409
- └── NoActiveRun         cancel, but nothing runs                              → 409
+ ├── NoActiveRun         cancel, but nothing runs                              → 409
+ └── NothingToAnswer     a run with no message to answer                       → 409
 """
 
 from __future__ import annotations
@@ -42,3 +43,13 @@ class NoActiveRun(RunsError):
 
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id} has no run in progress")
+
+
+class NothingToAnswer(RunsError):
+    """The conversation holds no message but system prompts: there is nothing to answer."""
+
+    def __init__(self, conversation_id: str) -> None:
+        super().__init__(
+            f"conversation {conversation_id} has no message to answer yet: post a user message "
+            "(a delta, or POST …/stream with one)"
+        )

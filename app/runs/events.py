@@ -13,6 +13,7 @@ from app.domain import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
+    ContextWindowError,
     ConversationConfigurationError,
     MessageStop,
     ProviderError,
@@ -53,6 +54,8 @@ def error_payload(exc: Exception) -> dict[str, Any]:
         return payload
     if isinstance(exc, ToolRoundLimitError):
         return {"code": "max_tool_rounds", "detail": str(exc), "retryable": False}
+    if isinstance(exc, ContextWindowError):
+        return {"code": "context_too_long", "detail": str(exc), "retryable": False}
     if isinstance(exc, ConversationConfigurationError):
         return {"code": "configuration", "detail": str(exc), "retryable": False}
     if isinstance(exc, LeaseLost):

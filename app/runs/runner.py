@@ -23,6 +23,7 @@ from typing import Any
 import anyio
 
 from app.domain import (
+    AgentMessage,
     ConversationConfigurationError,
     LLMConversation,
     MessageAppended,
@@ -30,7 +31,7 @@ from app.domain import (
     ToolRoundLimitError,
 )
 from app.runs.conversations import Delta, apply_delta
-from app.runs.errors import InvalidInput, PendingToolCalls
+from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls
 from app.runs.events import chunk_payload, error_payload
 from app.runs.services import Services
 from app.storage import LeaseLost, StorageError
@@ -71,6 +72,7 @@ class RunService:
             record = await reader.get(conversation_id, self.owner)  # the owner never changes
         async with self.services.repository() as repo:
             if delta is not None:
+                record = await repo.get(conversation_id)  # fresh, under the write lock
                 await apply_delta(repo, self.services, record, delta, expected_version)
             # The lease's record is fresh; a refusal below rolls the lease (and delta) back.
             record = await repo.acquire_lease(
@@ -87,8 +89,17 @@ class RunService:
         # Read outside the write transaction: the lease keeps every other writer out.
         async with self.services.reader() as reader:
             messages = await reader.load_messages(conversation_id)
-        conversation = LLMConversation(messages, config)
-        return Run(run_id, conversation_id, conversation, len(messages), record.version)
+        run = Run(
+            run_id,
+            conversation_id,
+            LLMConversation(messages, config),
+            len(messages),
+            record.version,
+        )
+        if all(isinstance(m, AgentMessage) for m in messages):
+            await self.abandon(run)
+            raise NothingToAnswer(conversation_id)
+        return run
 
     async def events(self, run: Run) -> AsyncGenerator[list[Event], None]:
         """The run's events in batches, ``run_started`` first and ``done`` last.
@@ -186,6 +197,7 @@ class RunService:
         new = run.conversation.messages[run.persisted :]
         if not new and not (last and holding_lease):
             return
+        record = None
         async with self.services.repository() as repo:
             if not new:
                 await repo.release_lease(run.conversation_id, run.run_id)
@@ -196,8 +208,10 @@ class RunService:
                     run_id=run.run_id if holding_lease else None,
                     release_lease=last and holding_lease,
                 )
-                run.persisted += len(new)
-                run.version = record.version
+        # Counted only once committed: a failed or cancelled commit is retried by _finish.
+        if record is not None:
+            run.persisted += len(new)
+            run.version = record.version
         run.released = last and holding_lease
 
     async def _finish(self, run: Run, status: str) -> dict[str, Any]:

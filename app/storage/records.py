@@ -96,7 +96,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         position = datetime.fromisoformat(created)
         if position.tzinfo is None or conversation_key(key) != key:
             raise ValueError("not a cursor")
-    except (ValueError, TypeError, binascii.Error, ConversationNotFound):
+    except (ValueError, TypeError, RecursionError, binascii.Error, ConversationNotFound):
         raise InvalidCursor(cursor) from None
     return position.astimezone(UTC), key
 

@@ -306,3 +306,55 @@ async def test_chunked_body_over_the_limit_is_413(client: httpx.AsyncClient) -> 
     )
     assert response.status_code == 413
     assert response.headers["content-type"] == PROBLEM
+
+
+async def test_lone_surrogates_are_refused_not_stored(client: httpx.AsyncClient) -> None:
+    created = await client.post(
+        "/conversations",
+        content=b'{"metadata": {"a": "\\ud800"}}',
+        headers={"content-type": "application/json"},
+    )
+    assert created.status_code == 422
+    assert created.json()["errors"][0]["loc"] == ["body", "metadata", "a"]
+    conv = await create(client)
+    delta = await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        content=b'{"messages": [{"role": "user", "text": "x\\udfff"}]}',
+        headers={"content-type": "application/json"},
+    )
+    assert delta.status_code == 422
+    assert delta.json()["errors"][0]["loc"] == ["body", "messages", 0, "text"]
+
+
+async def test_odd_if_match_and_cursor_are_400(client: httpx.AsyncClient) -> None:
+    conv = await create(client)
+    odd = await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        json={"messages": []},
+        headers={"If-Match": '"\u00b2"'.encode("latin-1")},
+    )
+    assert odd.status_code == 400
+    import base64
+
+    nested = base64.urlsafe_b64encode(b"[" * 3000).decode()
+    assert (await client.get("/conversations", params={"cursor": nested})).status_code == 400
+
+
+async def test_imported_text_over_the_limit_is_refused(
+    database_url: str,
+) -> None:
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(database_url=database_url, max_text_chars=10))
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://p") as c,
+    ):
+        doc = {
+            "version": "1.0",
+            "messages": [{"type": "TextMessage", "text": "x" * 11, "role": "user"}],
+        }
+        response = await c.post("/conversations", json={"messages": doc})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "messages", "messages", 0, "text"]

@@ -140,3 +140,34 @@ async def test_tool_round_limit_ends_with_error_then_done(client: httpx.AsyncCli
     assert events[-1].name == "done" and events[-1].data["status"] == "failed"
     state = (await client.get(f"/conversations/{conv_id}")).json()
     assert state["status"] == "idle"
+
+
+async def test_nothing_to_answer_is_409_and_leaves_the_conversation_idle(
+    client: httpx.AsyncClient,
+) -> None:
+    conv_id = await create(client, system_prompt="Be brief.")
+    response = await client.get(f"/conversations/{conv_id}/stream")
+    assert response.status_code == 409
+    assert response.json()["type"] == "/problems/nothing-to-answer"
+    state = (await client.get(f"/conversations/{conv_id}")).json()
+    assert state["status"] == "idle" and state["message_count"] == 1
+
+
+async def test_an_eventsource_reconnect_gets_204_and_runs_nothing(
+    client: httpx.AsyncClient,
+) -> None:
+    conv_id = await create(client)
+    await stream(client, conv_id, {"messages": [{"role": "user", "text": "hi"}]})
+    again = await client.get(f"/conversations/{conv_id}/stream", headers={"Last-Event-ID": "9"})
+    assert again.status_code == 204
+    assert (await client.get(f"/conversations/{conv_id}")).json()["message_count"] == 2
+
+
+async def test_a_budget_without_room_for_the_latest_message_is_context_too_long(
+    client: httpx.AsyncClient,
+) -> None:
+    conv_id = await create(client, config={"context_max_tokens": 1})
+    events = await stream(client, conv_id, {"messages": [{"role": "user", "text": "hello"}]})
+    error = next(e for e in events if e.name == "error")
+    assert error.data["code"] == "context_too_long"
+    assert events[-1].data["status"] == "failed"
