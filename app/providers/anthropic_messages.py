@@ -53,6 +53,7 @@ class AnthropicAdapter(RetryingAdapter):
     name = "anthropic"
 
     config: AnthropicConfig
+    _client: anthropic.AsyncAnthropic | None
 
     def __init__(
         self, config: AnthropicConfig, client: anthropic.AsyncAnthropic | None = None
@@ -72,12 +73,6 @@ class AnthropicAdapter(RetryingAdapter):
                 max_retries=0,
             )
         return self._client
-
-    async def aclose(self) -> None:
-        """Close the SDK client and its connections."""
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions

@@ -101,6 +101,13 @@ class RetryingAdapter:
     """
 
     config: ProviderConfig
+    _client: Any = None
+
+    async def aclose(self) -> None:
+        """Close the SDK client and its connections."""
+        if self._client is not None:
+            await self._client.close()
+            self._client = None
 
     async def send_message(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions

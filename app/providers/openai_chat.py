@@ -71,6 +71,7 @@ class OpenAIAdapter(RetryingAdapter):
     name = "openai"
 
     config: OpenAIConfig
+    _client: openai.AsyncOpenAI | None
 
     def __init__(self, config: OpenAIConfig, client: openai.AsyncOpenAI | None = None) -> None:
         self.config = config
@@ -89,12 +90,6 @@ class OpenAIAdapter(RetryingAdapter):
                 max_retries=0,
             )
         return self._client
-
-    async def aclose(self) -> None:
-        """Close the SDK client and its connections."""
-        if self._client is not None:
-            await self._client.close()
-            self._client = None
 
     def token_counter(self, model: str) -> TokenCounter | None:
         """Exact counts for OpenAI-family models (offline tokenizer); None for other models."""

@@ -23,17 +23,6 @@ from app.domain.context import TokenCounter
 from app.providers.tokens import token_counter_for
 from app.runs.errors import InvalidInput
 
-CONFIG_KEYS = (
-    "provider",
-    "model",
-    "tools",
-    "client_tools",
-    "temperature",
-    "max_output_tokens",
-    "context_max_tokens",
-    "max_tool_rounds",
-)
-
 
 def config_error(key: str, detail: str, **extra: Any) -> InvalidInput:
     """The error for a bad value of config ``key``."""

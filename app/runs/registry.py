@@ -28,6 +28,3 @@ class RunRegistry:
             return False
         task.cancel()
         return True
-
-    def __len__(self) -> int:
-        return len(self._tasks)
