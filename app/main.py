@@ -1,7 +1,8 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers and the body-size limit.
+mounts the routers, the problem handlers, the body-size limit and what browsers need
+(the Origin check, CORS, the playground: app.api.browser).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
-from app.api import conversations, streams
+from app.api import conversations, providers, streams
+from app.api.browser import install_browser_support
 from app.api.limits import BodySizeLimit
 from app.api.problems import install_problem_handlers
 from app.providers import close_selector
@@ -38,7 +41,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await close_selector(services.configs.selector)
         await services.database.dispose()
 
-    app = FastAPI(
+    # Swagger UI and ReDoc with their assets served by Parley itself: /docs works offline.
+    app = FastAPIOffline(
         title="Parley",
         version="0.1.0",
         description=DESCRIPTION,
@@ -50,6 +54,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.include_router(conversations.router)
     app.include_router(streams.router)
+    app.include_router(providers.router)
+    install_browser_support(app, settings)
 
     @app.get("/healthz", tags=["operations"])
     async def healthz() -> dict[str, str]:

@@ -7,6 +7,7 @@ some carry extensions (``errors``, ``run_id``, ``pending_tool_call_ids``, ``avai
     ApiProblem
      ├── BadRequest (400)            malformed JSON, bad cursor, bad If-Match
      ├── Unauthorized (401)          a key is required and missing or unknown
+     ├── Forbidden (403)             a browser request from an origin not allowed
      ├── NotFound (404)              unknown id, or one the caller may not see
      ├── Conflict (409)              a run holds it; tool calls pending; nothing to cancel
      ├── PreconditionFailed (412)    stale If-Match
@@ -78,6 +79,10 @@ class BadRequest(ApiProblem):
 
 class Unauthorized(ApiProblem):
     status, slug, title = 401, "unauthorized", "Unauthorized"
+
+
+class Forbidden(ApiProblem):
+    status, slug, title = 403, "forbidden", "Forbidden"
 
 
 class NotFound(ApiProblem):
