@@ -6,17 +6,20 @@ The browser may reach loopback only: every other request is aborted and recorded
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import os
 import shutil
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
 
-from app.settings import Settings
-from tests.api.conftest import LiveServer
+from tests.api.conftest import live_server  # the real uvicorn fixture
+
+__all__ = ["CuttableProxy", "live_server", "loopback_only"]
 
 CHROMIUM = os.environ.get("PARLEY_CHROMIUM", "/usr/bin/chromium")
 
@@ -54,22 +57,6 @@ async def browser() -> AsyncIterator[object]:
             await launched.close()
 
 
-@pytest.fixture
-def serve(database_url: str) -> Iterator[Callable[..., LiveServer]]:
-    """Start a real uvicorn on the test database with the given settings overrides."""
-    started: list[LiveServer] = []
-
-    def start(**overrides: Any) -> LiveServer:
-        settings = Settings(database_url=database_url, sse_ping_seconds=0, **overrides)
-        server = LiveServer(settings).__enter__()
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.__exit__()
-
-
 async def loopback_only(context: Any, pages: dict[str, str] | None = None) -> list[str]:
     """Abort every request of ``context`` that leaves loopback, except the fake ``pages``
     (URL → HTML) it serves itself; returns the list the aborted URLs are appended to."""
@@ -88,3 +75,42 @@ async def loopback_only(context: Any, pages: dict[str, str] | None = None) -> li
 
     await context.route("**/*", handle)
     return blocked
+
+
+class CuttableProxy:
+    """A loopback TCP proxy in front of a server whose open connections the test can cut,
+    as a dropped network would; new connections go through again."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.writers: list[asyncio.StreamWriter] = []
+        self.server: asyncio.Server | None = None
+        self.url = ""
+
+    async def __aenter__(self) -> CuttableProxy:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.cut()
+        assert self.server is not None
+        self.server.close()
+
+    def cut(self) -> None:
+        for writer in self.writers:
+            writer.transport.abort()
+        self.writers.clear()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self.writers += [writer, up_writer]
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            with contextlib.suppress(ConnectionError, OSError):
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            dst.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import http.server
 import os
+import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +22,7 @@ from urllib.parse import quote
 import httpx
 from playwright.async_api import Page, expect
 
-from tests.browser.conftest import loopback_only
+from tests.browser.conftest import CuttableProxy, loopback_only
 
 WORDS = " ".join(f"word{i}" for i in range(80))
 DELAY_MS = 40
@@ -68,9 +69,9 @@ async def stop_mid_stream_then_continue(page: Page, http: httpx.AsyncClient) -> 
 
 
 async def test_send_stop_and_continue_in_the_playground(
-    browser: Any, serve: Any, tmp_path: Path
+    browser: Any, live_server: Any, tmp_path: Path
 ) -> None:
-    server = serve(offline_delay_ms=DELAY_MS)
+    server = live_server(offline_delay_ms=DELAY_MS)
     context = await browser.new_context(viewport={"width": 1200, "height": 760})
     blocked = await loopback_only(context)
     page = await context.new_page()
@@ -84,8 +85,10 @@ async def test_send_stop_and_continue_in_the_playground(
     await context.close()
 
 
-async def test_the_playground_asks_for_a_key_when_one_is_required(browser: Any, serve: Any) -> None:
-    server = serve(offline_delay_ms=DELAY_MS, api_keys="browser-key")
+async def test_the_playground_asks_for_a_key_when_one_is_required(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server(offline_delay_ms=DELAY_MS, api_keys="browser-key")
     context = await browser.new_context()
     await loopback_only(context)
     page = await context.new_page()
@@ -103,8 +106,10 @@ async def test_the_playground_asks_for_a_key_when_one_is_required(browser: Any, 
     await context.close()
 
 
-async def test_server_and_client_tools_and_injected_messages(browser: Any, serve: Any) -> None:
-    server = serve()
+async def test_server_and_client_tools_and_injected_messages(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server()
     context = await browser.new_context()
     await loopback_only(context)
     page = await context.new_page()
@@ -142,8 +147,10 @@ async def test_server_and_client_tools_and_injected_messages(browser: Any, serve
     await context.close()
 
 
-async def test_docs_and_redoc_render_with_the_network_unplugged(browser: Any, serve: Any) -> None:
-    server = serve()
+async def test_docs_and_redoc_render_with_the_network_unplugged(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server()
     context = await browser.new_context()
     blocked = await loopback_only(context)
     page = await context.new_page()
@@ -206,8 +213,8 @@ async def visit(browser: Any, url: str) -> None:
     await context.close()
 
 
-async def test_a_page_on_another_origin_starts_no_run(browser: Any, serve: Any) -> None:
-    server = serve()
+async def test_a_page_on_another_origin_starts_no_run(browser: Any, live_server: Any) -> None:
+    server = live_server()
     async with await api(server.url, None) as http:
         conv = (await http.post("/conversations", json={})).json()
         await http.post(
@@ -221,7 +228,50 @@ async def test_a_page_on_another_origin_starts_no_run(browser: Any, serve: Any) 
             assert (after["message_count"], after["version"], after["status"]) == (1, 2, "idle")
 
             # The same page does run the conversation once an operator lists its origin.
-            allowing = serve(cors_origins=evil)
+            allowing = live_server(cors_origins=evil)
             await visit(browser, f"{evil}/?{quote(allowing.url + path)}")
         ran = (await http.get(f"/conversations/{conv['id']}")).json()
         assert ran["message_count"] > 1, "a listed origin should be able to run"
+
+
+async def test_a_dropped_connection_resumes_after_the_last_event_id(
+    browser: Any, live_server: Any
+) -> None:
+    """The page follows the durable-runs contract: it streams with on_disconnect=continue and,
+    when the connection drops, asks GET …/stream with the last event id it saw. A server that
+    cannot resume answers 204 (before durable runs): the page then says the stream ended."""
+    server = live_server(offline_delay_ms=DELAY_MS)
+    async with CuttableProxy(server.port) as proxy:
+        context = await browser.new_context()
+        await loopback_only(context)
+        sent: list[Any] = []
+        context.on("request", lambda request: sent.append(request))
+        page = await context.new_page()
+        await page.goto(proxy.url + "/")
+        conv_id = await new_conversation(page)
+        await send(page, WORDS)
+        log = page.get_by_role("log")
+        await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
+        proxy.cut()
+        await _check_the_resume(page, sent, server.url, conv_id)
+        await context.close()
+
+
+async def _check_the_resume(page: Page, sent: list[Any], server_url: str, conv_id: str) -> None:
+    status = page.get_by_role("status")
+    await expect(status).to_have_text(re.compile("^(Done: |The stream ended)"), timeout=10_000)
+    streams = [r for r in sent if r.url.endswith("/stream?on_disconnect=continue")]
+    assert [r.method for r in streams[:2]] == ["POST", "GET"]
+    last_event_id = await streams[1].header_value("last-event-id")
+    assert last_event_id is not None and last_event_id != ""
+    async with await api(server_url, None) as http:
+        probe = await http.get(
+            f"/conversations/{conv_id}/stream", headers={"Last-Event-ID": last_event_id}
+        )
+        messages = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
+    if probe.status_code == 204:  # no durable runs: the drop aborted the run
+        await expect(status).to_have_text("The stream ended before the run was done.")
+        assert messages[-1].get("incomplete") is True
+    else:  # durable runs: the run went on and the page followed it to the end
+        await expect(status).to_have_text("Done: completed")
+        assert messages[-1]["text"] == WORDS
