@@ -26,6 +26,13 @@ STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 CORS_HEADERS = ["Authorization", "Content-Type", "If-Match", "Idempotency-Key", "Last-Event-ID"]
 EXPOSED_HEADERS = ["ETag", "Location", "Retry-After", "X-Run-Id"]
+# The playground loads nothing from elsewhere; this keeps it so (and keeps injected markup inert).
+PLAYGROUND_HEADERS = {
+    "Cache-Control": "no-cache",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
 
 
 def origin_key(origin: str) -> tuple[str, str, int] | None:
@@ -114,4 +121,4 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
 
     @app.get("/", include_in_schema=False)
     async def playground() -> FileResponse:
-        return FileResponse(STATIC / "index.html", headers={"Cache-Control": "no-cache"})
+        return FileResponse(STATIC / "index.html", headers=PLAYGROUND_HEADERS)

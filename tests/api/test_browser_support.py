@@ -135,6 +135,7 @@ async def test_the_playground_and_its_modules_are_served(client: httpx.AsyncClie
     page = await client.get("/")
     assert page.status_code == 200
     assert 'role="log"' in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
     assert 'aria-label="Message"' in page.text
     for asset in ("app.js", "api.js", "sse.js", "style.css"):
         response = await client.get(f"/playground/{asset}")
