@@ -209,7 +209,7 @@ async def visit(browser: Any, url: str) -> None:
     await loopback_only(context)
     page = await context.new_page()
     await page.goto(url)
-    await asyncio.sleep(1.0)
+    await asyncio.sleep(1.0)  # the requests are answered in milliseconds; no event says so
     await context.close()
 
 
