@@ -6,15 +6,17 @@ mounts the routers, the problem handlers and the body-size limit.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from sse_starlette.sse import AppStatus
 
 from app.api import conversations, streams
 from app.api.limits import BodySizeLimit
 from app.api.problems import install_problem_handlers
-from app.providers import close_selector
 from app.runs.services import Services
 from app.settings import Settings
 
@@ -27,6 +29,18 @@ to yourself: each token sees only its own.
 """
 
 
+log = logging.getLogger(__name__)
+
+
+async def _drain_on_exit_signal(services: Services) -> None:
+    """On SIGTERM, drain the runs while their streams are still open: uvicorn ends the
+    lifespan only once every stream has ended. (sse-starlette sees the signal first.)"""
+    while not AppStatus.should_exit:  # a flag set by a signal handler: nothing to await
+        await asyncio.sleep(0.1)  # noqa: ASYNC110
+    log.info("shutting down: draining %d runs", len(services.manager.all()))
+    await services.drain()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application from ``settings`` (default: read from the environment)."""
     settings = settings or Settings()
@@ -34,9 +48,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await close_selector(services.configs.selector)
-        await services.database.dispose()
+        await services.start()
+        watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
+        try:
+            yield
+        finally:
+            watcher.cancel()
+            await services.stop()
 
     app = FastAPI(
         title="Parley",

@@ -42,8 +42,52 @@ class Settings(BaseSettings):
     max_import_messages: int = Field(10_000, ge=1, description="Most messages in one import.")
     page_size: int = Field(20, ge=1, description="Conversations per page by default.")
     max_page_size: int = Field(100, ge=1, description="Most conversations per page.")
-    run_lease_seconds: float = Field(15, gt=0, description="A run's lease; renewed at a third.")
+    run_lease_seconds: float = Field(
+        6,
+        gt=0,
+        description="A run's hold on its conversation, renewed at a third; when its process "
+        "dies, the conversation is free again after at most this long.",
+    )
+    event_flush_seconds: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Longest a run's event waits before the process's writer stores it (one "
+        "transaction per flush for all runs); finished messages are stored at once.",
+    )
+    cancel_poll_seconds: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="How often a process looks for cancels of its runs asked elsewhere "
+        "(PostgreSQL also tells it at once through NOTIFY).",
+    )
+    follow_poll_seconds: float = Field(
+        0.25,
+        gt=0,
+        le=5,
+        description="How often a reader of a run on another process looks for new events "
+        "(PostgreSQL also tells it at once through NOTIFY).",
+    )
+    run_event_retention_seconds: float = Field(
+        86_400,
+        gt=0,
+        description="How long the events of a finished run are kept for resuming; its messages "
+        "stay for good.",
+    )
+    prune_interval_seconds: float = Field(600, gt=0, description="How often old events are pruned.")
     sse_ping_seconds: float = Field(15, ge=0, description="Keep-alive ping interval (0: none).")
+    sse_send_timeout_seconds: float = Field(
+        30,
+        gt=0,
+        description="A client that reads nothing for this long counts as disconnected.",
+    )
+    shutdown_drain_seconds: float = Field(
+        5,
+        gt=0,
+        description="On SIGTERM, how long open runs get to store their partial replies and "
+        "send `done` (keep uvicorn's --timeout-graceful-shutdown above it).",
+    )
     tool_timeout_seconds: float = Field(30, gt=0, description="Longest a server tool may run.")
 
     # --- model providers (app/providers; docs/providers.md) ---

@@ -23,7 +23,7 @@ from app.domain import (
 from app.runs.config import merge_patch
 from app.runs.errors import InvalidInput, NoActiveRun
 from app.runs.services import Services
-from app.storage import ConversationRecord, ConversationRepository, ToolOutcome
+from app.storage import ConversationRecord, ConversationRepository, RunRepository, ToolOutcome
 
 
 @dataclass(frozen=True)
@@ -144,14 +144,20 @@ class ConversationService:
             return ConversationView(await repo.clear(conversation_id, expected_version))
 
     async def cancel(self, conversation_id: str) -> str:
-        """Ask the running run to stop, here or in another process; return its id."""
+        """Ask the running run to stop, here or in another process; return its id.
+
+        The process running it stops it and stores its partial reply before letting go of the
+        conversation. A run whose process died is ended here, as ``interrupted``."""
         async with self.services.repository() as repo:
             record = await repo.get(conversation_id, self.owner)
-            run_id = ConversationView(record).run_id
+            run_id = record.lease_run_id
             if run_id is None:
                 raise NoActiveRun(conversation_id)
-            if not self.services.runs.cancel(run_id):
-                await repo.release_lease(conversation_id, run_id)
+            if not record.is_running():
+                await repo.end_abandoned_run(conversation_id)
+                return run_id
+            await RunRepository(repo.session).request_cancel(run_id)
+        self.services.manager.stop(run_id, "cancel")
         return run_id
 
 

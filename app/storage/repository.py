@@ -7,7 +7,7 @@ once. Writers lock the conversation row first, so concurrent writers queue, in a
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -46,6 +46,11 @@ _C = CONVERSATIONS.c
 _M = MESSAGES.c
 _NO_LEASE: dict[str, Any] = {"lease_run_id": None, "lease_expires_at": None}
 
+AbandonedRunHandler = Callable[["ConversationRepository", str, str], Awaitable[None]]
+"""Called as ``handler(repository, conversation_id, run_id)`` when a writer meets the expired
+lease of ``run_id``: its process died. It may store what that run left (with ``run_id`` it may
+still append and release); the lease is released afterwards in any case."""
+
 
 class ConversationRepository:
     """Reads and changes conversations through one AsyncSession, which the caller commits.
@@ -56,9 +61,21 @@ class ConversationRepository:
     nothing has been written. Lease operations change neither ``version`` nor ``updated_at``.
     """
 
-    def __init__(self, session: AsyncSession, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        *,
+        clock: Callable[[], datetime] = utcnow,
+        on_abandoned_run: AbandonedRunHandler | None = None,
+    ) -> None:
         self._session = session
         self._clock = clock
+        self._on_abandoned_run = on_abandoned_run
+
+    @property
+    def session(self) -> AsyncSession:
+        """The session this repository works in (for other repositories of the same use case)."""
+        return self._session
 
     def _now(self) -> datetime:
         return self._clock().astimezone(UTC)
@@ -157,7 +174,7 @@ class ConversationRepository:
         (LeaseHeld), on a stale ``expected_version`` (VersionConflict), and when a result targets
         a call that is not pending (ToolCallNotPending). An empty delta changes nothing.
         """
-        row, changes = await self._lock(conversation_id, expected_version=expected_version)
+        row = await self._lock(conversation_id, expected_version=expected_version)
         key = row["id"]
         completions = await self._completions(key, tool_results)
         rows = message_rows(key, row["message_count"], messages)
@@ -172,8 +189,7 @@ class ConversationRepository:
             )
         if rows:
             await self._session.execute(insert(_MESSAGES), rows)
-        if config is not None:
-            changes["config"] = dict(config)
+        changes = {"config": dict(config)} if config is not None else {}
         return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
 
     async def append_messages(
@@ -191,24 +207,21 @@ class ConversationRepository:
         LeaseLost; without it, like ``apply_delta(messages=...)``: refused while running.
         ``release_lease`` lets go of the run's lease in the same write (its last messages).
         """
-        row, changes = await self._lock(
-            conversation_id, expected_version=expected_version, run_id=run_id
-        )
+        row = await self._lock(conversation_id, expected_version=expected_version, run_id=run_id)
         key = row["id"]
         rows = message_rows(key, row["message_count"], messages)
         await self._check_new_pending(key, rows, completing=set())
         if not rows:
             return await self._record(row)
         await self._session.execute(insert(_MESSAGES), rows)
-        if release_lease and run_id is not None:
-            changes = dict(_NO_LEASE)
+        changes = dict(_NO_LEASE) if release_lease and run_id is not None else {}
         return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
 
     async def clear(
         self, conversation_id: str, expected_version: int | None = None
     ) -> ConversationRecord:
         """Remove every message but the system prompts (AgentMessage), which are renumbered."""
-        row, changes = await self._lock(conversation_id, expected_version=expected_version)
+        row = await self._lock(conversation_id, expected_version=expected_version)
         key = row["id"]
         result = await self._session.execute(
             select(_M.idx, _M.data).where(_M.conversation_id == key).order_by(_M.idx)
@@ -227,11 +240,11 @@ class ConversationRepository:
                     .where(_M.conversation_id == key, _M.idx == old_index)
                     .values(idx=new_index)
                 )
-        return await self._bump(row, message_count=len(kept), **changes)
+        return await self._bump(row, message_count=len(kept))
 
     async def delete(self, conversation_id: str, expected_version: int | None = None) -> None:
         """Delete the conversation and its messages; refused (LeaseHeld) while running."""
-        row, _ = await self._lock(conversation_id, expected_version=expected_version)
+        row = await self._lock(conversation_id, expected_version=expected_version)
         await self._session.execute(delete(_CONVERSATIONS).where(_C.id == row["id"]))
 
     # --- the run lease --------------------------------------------------------------------------
@@ -244,10 +257,12 @@ class ConversationRepository:
         An expired lease is taken over; acquiring again as the holder extends the lease.
         """
         row = await self._locked_row(conversation_id)
-        now = self._now()
         holder = row["lease_run_id"]
-        if holder is not None and holder != run_id and row["lease_expires_at"] > now:
-            raise LeaseHeld(row["id"], holder)
+        if holder is not None and holder != run_id:
+            if row["lease_expires_at"] > self._now():
+                raise LeaseHeld(row["id"], holder)
+            row = await self._end_abandoned_run(row)
+        now = self._now()
         values = {"lease_run_id": run_id, "lease_expires_at": now + _ttl(ttl_seconds)}
         await self._session.execute(update(_CONVERSATIONS).where(_C.id == row["id"]).values(values))
         return await self._record({**row, **values})
@@ -285,21 +300,36 @@ class ConversationRepository:
 
     async def _lock(
         self, conversation_id: str, *, expected_version: int | None, run_id: str | None = None
-    ) -> tuple[RowMapping, dict[str, Any]]:
-        """Lock the row and check the lease and the version; also the lease changes to write."""
+    ) -> RowMapping:
+        """Lock the row, check the lease and the version; an expired lease is ended first."""
         row = await self._locked_row(conversation_id)
         holder, expires = row["lease_run_id"], row["lease_expires_at"]
-        changes: dict[str, Any] = {}
         if run_id is not None:
             if holder != run_id:
                 raise LeaseLost(row["id"], run_id)
         elif holder is not None:
             if expires > self._now():
                 raise LeaseHeld(row["id"], holder)
-            changes = dict(_NO_LEASE)  # writing past an expired lease ends it
+            row = await self._end_abandoned_run(row)  # writing past an expired lease ends it
         if expected_version is not None and row["version"] != expected_version:
             raise VersionConflict(row["id"], row["version"], expected_version)
-        return row, changes
+        return row
+
+    async def end_abandoned_run(self, conversation_id: str) -> bool:
+        """End the run whose lease expired (its process died), if one holds the conversation:
+        the handler stores what it left, the lease is released. True if there was one."""
+        row = await self._locked_row(conversation_id)
+        if row["lease_run_id"] is None or row["lease_expires_at"] > self._now():
+            return False
+        await self._end_abandoned_run(row)
+        return True
+
+    async def _end_abandoned_run(self, row: RowMapping) -> RowMapping:
+        """Hand the expired lease's run to the handler, release the lease; the row after."""
+        if self._on_abandoned_run is not None:
+            await self._on_abandoned_run(self, row["id"], row["lease_run_id"])
+        await self.release_lease(row["id"], row["lease_run_id"])
+        return await self._locked_row(row["id"])
 
     async def _bump(self, row: RowMapping, **values: Any) -> ConversationRecord:
         result = await self._session.execute(
