@@ -35,8 +35,9 @@ log = logging.getLogger(__name__)
 async def _drain_on_exit_signal(services: Services) -> None:
     """On SIGTERM, drain the runs while their streams are still open: uvicorn ends the
     lifespan only once every stream has ended. (sse-starlette sees the signal first.)"""
-    while not AppStatus.should_exit:  # a flag set by a signal handler: nothing to await
-        await asyncio.sleep(0.1)  # noqa: ASYNC110
+    # A flag set by a signal handler: there is nothing to await.
+    while not AppStatus.should_exit:  # noqa: ASYNC110
+        await asyncio.sleep(0.1)
     log.info("shutting down: draining %d runs", len(services.manager.all()))
     await services.drain()
 

@@ -30,7 +30,11 @@ class ServerProcess:
     def __init__(self, database_url: str, log_path: Path, **settings: Any) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLEY_", "OPENAI_", "ANTHROPIC_"))}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("PARLEY_", "OPENAI_", "ANTHROPIC_"))
+        }
         env["PARLEY_DATABASE_URL"] = database_url
         env["PARLEY_SSE_PING_SECONDS"] = "0"
         for key, value in settings.items():
@@ -39,9 +43,19 @@ class ServerProcess:
         self._log = log_path.open("ab")
         self.process = subprocess.Popen(
             [
-                sys.executable, "-m", "uvicorn", "--factory", "app.main:create_app",
-                "--host", "127.0.0.1", "--port", str(self.port),
-                "--timeout-graceful-shutdown", "15", "--log-level", "warning",
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                "app.main:create_app",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--timeout-graceful-shutdown",
+                "15",
+                "--log-level",
+                "warning",
             ],
             cwd=REPO_ROOT,
             env=env,

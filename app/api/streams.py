@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Header, Query, Response
 from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
 
@@ -84,7 +84,6 @@ def _started(services: Services, run: LiveRun) -> EventSourceResponse:
     "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
 )
 async def stream_conversation(
-    request: Request,
     conversation_id: IdPath,
     runs: RunsDep,
     reader: ReaderDep,
@@ -111,9 +110,6 @@ async def stream_conversation(
         if resume is None:
             return Response(status_code=204)
         return _sse(services, resume.run.id, reader.follow(resume))
-    if request.method == "HEAD":  # a HEAD asks about the stream; it starts no run
-        await reader.list(conversation_id, 1, None)
-        return Response(media_type="text/event-stream")
     run = await runs.start(conversation_id, on_disconnect=on_disconnect)
     return _started(services, run)
 

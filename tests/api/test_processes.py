@@ -115,9 +115,7 @@ async def test_resume_on_another_process_gives_exactly_the_stored_reply(
     rng = random.Random(7)
     async with httpx.AsyncClient(timeout=15) as http:
         for _ in range(10):
-            conv_id, response, stream = await open_stream(
-                http, a.url, on_disconnect="continue"
-            )
+            conv_id, response, stream = await open_stream(http, a.url, on_disconnect="continue")
             seen = await read_deltas(stream, rng.randint(1, 39))
             await response.aclose()  # the connection drops; the run goes on
             headers = {"Last-Event-ID": seen[-1].id or ""}
@@ -169,7 +167,7 @@ async def test_sigterm_ends_every_open_stream_with_done(start_server: Start) -> 
         opened = [await open_stream(http, server.url) for _ in range(3)]
         begun = [await read_deltas(stream, 2) for _, _, stream in opened]
         server.terminate()
-        for (conv_id, response, stream), seen in zip(opened, begun, strict=True):
+        for (_, response, stream), seen in zip(opened, begun, strict=True):
             seen += [e async for e in stream]
             await response.aclose()
             names = [e.name for e in seen]
@@ -213,8 +211,9 @@ async def test_cancels_aimed_at_the_end_of_a_run_store_one_announced_reply(
             assert len(stored) == 1 + len(announced) and announced == stored[1:]
             assert len(announced) <= 1
             if status == "completed":
-                assert announced == [{"type": "TextMessage", "text": "one two three",
-                                      "role": "assistant"}]
+                assert announced == [
+                    {"type": "TextMessage", "text": "one two three", "role": "assistant"}
+                ]
             else:
                 assert status == "aborted"
                 assert all(m.get("incomplete") for m in announced)
