@@ -31,6 +31,7 @@ pytest: $(STAMP)
 	$(BIN)/pytest --cov=app --cov-branch --cov-report=term --cov-report=term:skip-covered \
 		--cov-fail-under=80 tests
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=90
+	$(BIN)/coverage report --include='app/runs/*' --fail-under=90
 
 check: lint typecheck pytest
 

@@ -55,6 +55,11 @@ class Settings(BaseSettings):
         description="Longest a run's event waits before the process's writer stores it (one "
         "transaction per flush for all runs); finished messages are stored at once.",
     )
+    run_event_log: bool = Field(
+        True,
+        description="Store every event of a run (resume from any process, text kept after a "
+        "crash). Off, only messages and endings are stored: for measuring the log's cost.",
+    )
     cancel_poll_seconds: float = Field(
         0.25,
         gt=0,

@@ -10,12 +10,15 @@ disconnects cancels it only when it started it with ``on_disconnect=cancel`` (th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query, Response
 from sse_starlette import EventSourceResponse
+from sse_starlette.sse import SendTimeoutError
 from starlette.background import BackgroundTask
+from starlette.types import Receive, Scope, Send
 
 from app.api import convert
 from app.api.conversations import IdPath
@@ -26,6 +29,7 @@ from app.runs.live import LiveRun
 from app.runs.services import Services
 
 router = APIRouter(prefix="/conversations", tags=["runs"])
+log = logging.getLogger(__name__)
 
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
@@ -48,6 +52,16 @@ OnDisconnectQuery = Annotated[
 ]
 
 
+class _EventStream(EventSourceResponse):
+    """An SSE response that treats a client which stopped reading as gone, quietly."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except* SendTimeoutError:
+            log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
+
+
 def _sse(
     services: Services,
     run_id: str,
@@ -63,7 +77,7 @@ def _sse(
                 on_close()
 
     settings = services.settings
-    return EventSourceResponse(
+    return _EventStream(
         frames(),
         ping=settings.sse_ping_seconds,
         send_timeout=settings.sse_send_timeout_seconds,

@@ -97,6 +97,8 @@ class EventWriter:
 
     def add(self, run: LiveRun, event: RunEvent) -> None:
         """Store ``event`` of ``run`` with the next flush (within one flush interval)."""
+        if not self._settings.run_event_log:
+            return
         if not self._events:
             self._first_event_at = time.monotonic()
             self._wake.set()

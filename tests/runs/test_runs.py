@@ -344,3 +344,22 @@ async def test_a_run_with_nothing_to_answer_leaves_no_row(make_services: MakeSer
         await RunService(services, OWNER).start(conv_id)
     assert (await RunReader(services, OWNER).list(conv_id, 5, None))[0] == []
     assert (await conversations(services).get(conv_id)).status == "idle"
+
+
+async def test_one_run_that_cannot_be_stored_costs_the_others_nothing(
+    make_services: MakeServices,
+) -> None:
+    hang = [ContentBlockStart(0), HANG]
+    services = await make_services(ScriptedAdapter([list(hang), list(hang)]))
+    bad = await start_run(services, await new_conversation(services, "a"))
+    good = await start_run(services, await new_conversation(services, "b"))
+    await asyncio.sleep(0.3)
+    from app.runs.events import make_event
+
+    services.writer.add(bad, make_event(1, "content_block_delta", {}))  # seq 1 is stored
+    services.writer.add(good, make_event(good.seq + 50, "content_block_delta", {"delta": "x"}))
+    await asyncio.sleep(0.3)
+    async with services.reader() as reader:
+        runs = RunRepository(reader.session)
+        assert [r.seq for r in await runs.events_after(good.run_id, good.seq)] == [good.seq + 50]
+        assert [r.name for r in await runs.events_after(bad.run_id, 0)][0] == "run_started"
