@@ -6,7 +6,7 @@ outputs are ``ConversationView``s and domain objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -50,6 +50,10 @@ class Delta:
     messages: Sequence[Message] = ()
     tool_results: Sequence[ToolResult] = ()
     config_patch: Mapping[str, Any] | None = None
+
+    def outcomes(self) -> list[ToolOutcome]:
+        """The tool results as storage takes them."""
+        return [ToolOutcome(r.tool_call_id, r.result, r.error) for r in self.tool_results]
 
 
 class ConversationService:
@@ -169,14 +173,27 @@ async def apply_delta(
     expected_version: int | None,
 ) -> ConversationRecord:
     """Apply ``delta`` to the conversation of ``record`` in the repository's transaction."""
-    config = None
-    if delta.config_patch:
-        config = merge_patch(record.config, delta.config_patch)
-        services.configs.check(config)
+    update = config_update(services, delta.config_patch)
+    config = update(record.config) if update is not None else None
     return await repo.apply_delta(
         record.id,
         messages=delta.messages,
-        tool_results=[ToolOutcome(r.tool_call_id, r.result, r.error) for r in delta.tool_results],
+        tool_results=delta.outcomes(),
         config=config,
         expected_version=expected_version,
     )
+
+
+def config_update(
+    services: Services, patch: Mapping[str, Any] | None
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """What turns a stored config into the patched one (checked), or None for no patch."""
+    if not patch:
+        return None
+
+    def update(stored: Mapping[str, Any]) -> dict[str, Any]:
+        config = merge_patch(stored, patch)
+        services.configs.check(config)
+        return config
+
+    return update

@@ -31,7 +31,7 @@ from app.domain import (
     ProviderError,
     ToolRoundLimitError,
 )
-from app.runs.conversations import Delta, apply_delta
+from app.runs.conversations import Delta, config_update
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
 from app.runs.events import (
     DONE,
@@ -89,15 +89,19 @@ class RunService:
         if services.manager.shutting_down:
             raise ShuttingDown()
         run_id = new_run_id()
-        async with services.reader() as reader:
-            await reader.get(conversation_id, self.owner)  # the owner never changes
+        delta = delta or Delta()
         async with services.repository() as repo:
-            if delta is not None:
-                record = await repo.get(conversation_id)  # fresh, under the write lock
-                await apply_delta(repo, services, record, delta, expected_version)
-            # A refusal below rolls the lease, the run and the delta back.
-            record = await repo.acquire_lease(
-                conversation_id, run_id, services.settings.run_lease_seconds
+            # One write: the delta, the lease, the run and its first event. A refusal below
+            # rolls them all back.
+            record = await repo.begin_run(
+                conversation_id,
+                run_id,
+                services.settings.run_lease_seconds,
+                owner=self.owner,
+                messages=delta.messages,
+                tool_results=delta.outcomes(),
+                update_config=config_update(services, delta.config_patch),
+                expected_version=expected_version,
             )
             if record.pending_tool_call_ids:
                 raise PendingToolCalls(record.pending_tool_call_ids)

@@ -175,12 +175,49 @@ class ConversationRepository:
         a call that is not pending (ToolCallNotPending). An empty delta changes nothing.
         """
         row = await self._lock(conversation_id, expected_version=expected_version)
+        changes = await self._write_delta(row, messages, tool_results, config)
+        return await (self._record(row) if changes is None else self._bump(row, **changes))
+
+    async def begin_run(
+        self,
+        conversation_id: str,
+        run_id: str,
+        ttl_seconds: float,
+        *,
+        owner: str | None = None,
+        messages: Sequence[Message] = (),
+        tool_results: Sequence[ToolOutcome] = (),
+        update_config: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        expected_version: int | None = None,
+    ) -> ConversationRecord:
+        """Apply a delta (as ``apply_delta``; ``update_config`` turns the stored config into
+        the new one) and take the lease for ``run_id``, in one locked write.
+
+        ConversationNotFound if it is not ``owner``'s; LeaseHeld while another run holds it.
+        """
+        row = await self._lock(conversation_id, expected_version=expected_version, owner=owner)
+        config = update_config(dict(row["config"])) if update_config is not None else None
+        changes = await self._write_delta(row, messages, tool_results, config)
+        lease = {"lease_run_id": run_id, "lease_expires_at": self._now() + _ttl(ttl_seconds)}
+        if changes is not None:
+            return await self._bump(row, **changes, **lease)
+        await self._session.execute(update(_CONVERSATIONS).where(_C.id == row["id"]).values(lease))
+        return await self._record({**row, **lease})
+
+    async def _write_delta(
+        self,
+        row: RowMapping,
+        messages: Sequence[Message],
+        tool_results: Sequence[ToolOutcome],
+        config: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """Write a delta's rows; the conversation's changed columns, or None for an empty one."""
         key = row["id"]
         completions = await self._completions(key, tool_results)
         rows = message_rows(key, row["message_count"], messages)
         await self._check_new_pending(key, rows, completing={c[0] for c in completions})
         if not (rows or completions or config is not None):
-            return await self._record(row)
+            return None
         for _call_id, index, data in completions:
             await self._session.execute(
                 update(_MESSAGES)
@@ -189,8 +226,10 @@ class ConversationRepository:
             )
         if rows:
             await self._session.execute(insert(_MESSAGES), rows)
-        changes = {"config": dict(config)} if config is not None else {}
-        return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
+        changes: dict[str, Any] = {"message_count": row["message_count"] + len(rows)}
+        if config is not None:
+            changes["config"] = dict(config)
+        return changes
 
     async def append_messages(
         self,
@@ -290,19 +329,25 @@ class ConversationRepository:
 
     # --- internals ----------------------------------------------------------------------------
 
-    async def _locked_row(self, conversation_id: str) -> RowMapping:
+    async def _locked_row(self, conversation_id: str, owner: str | None = None) -> RowMapping:
         key = conversation_key(conversation_id)
         query = select(_CONVERSATIONS).where(_C.id == key).with_for_update()
         row = (await self._session.execute(query)).mappings().one_or_none()
-        if row is None:
+        if row is None or (owner is not None and row["owner"] != owner):
             raise ConversationNotFound(conversation_id)
         return row
 
     async def _lock(
-        self, conversation_id: str, *, expected_version: int | None, run_id: str | None = None
+        self,
+        conversation_id: str,
+        *,
+        expected_version: int | None,
+        run_id: str | None = None,
+        owner: str | None = None,
     ) -> RowMapping:
-        """Lock the row, check the lease and the version; an expired lease is ended first."""
-        row = await self._locked_row(conversation_id)
+        """Lock the row, check the owner, the lease and the version; an expired lease is
+        ended first."""
+        row = await self._locked_row(conversation_id, owner)
         holder, expires = row["lease_run_id"], row["lease_expires_at"]
         if run_id is not None:
             if holder != run_id:
