@@ -362,4 +362,4 @@ async def test_one_run_that_cannot_be_stored_costs_the_others_nothing(
     async with services.reader() as reader:
         runs = RunRepository(reader.session)
         assert [r.seq for r in await runs.events_after(good.run_id, good.seq)] == [good.seq + 50]
-        assert [r.name for r in await runs.events_after(bad.run_id, 0)][0] == "run_started"
+        assert (await runs.events_after(bad.run_id, 0))[0].name == "run_started"
