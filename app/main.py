@@ -1,7 +1,8 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers and the body-size limit.
+mounts the routers, the problem handlers, the body-size limit and the request middleware.
+A bad setting ends the process with status 2 and one line (``load_settings``).
 """
 
 from __future__ import annotations
@@ -11,12 +12,16 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import conversations, streams
+from app.api import conversations, operations, streams
 from app.api.limits import BodySizeLimit
+from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
+from app.observability.logs import configure_logging
+from app.observability.metrics import process_exited
 from app.providers import close_selector
 from app.runs.services import Services
-from app.settings import Settings
+from app.settings import Settings, load_settings
+from app.storage.schema import migrate_to_head
 
 DESCRIPTION = """Parley keeps LLM conversations and runs them over HTTP and Server-Sent Events.
 
@@ -29,14 +34,18 @@ to yourself: each token sees only its own.
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application from ``settings`` (default: read from the environment)."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
+    configure_logging(settings.log_format, settings.log_level)
     services = Services.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.migrate_on_start:
+            await migrate_to_head(settings.database_url)
         yield
         await close_selector(services.configs.selector)
         await services.database.dispose()
+        process_exited()
 
     app = FastAPI(
         title="Parley",
@@ -48,12 +57,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = services
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
     app.include_router(streams.router)
-
-    @app.get("/healthz", tags=["operations"])
-    async def healthz() -> dict[str, str]:
-        """Liveness: answers while the process serves requests."""
-        return {"status": "ok"}
-
+    app.include_router(operations.router)
     return app

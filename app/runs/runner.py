@@ -33,6 +33,7 @@ from app.domain import (
 from app.runs.conversations import Delta, apply_delta
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls
 from app.runs.events import chunk_payload, error_payload
+from app.runs.observe import RunObserver
 from app.runs.services import Services
 from app.storage import LeaseLost, StorageError
 
@@ -54,6 +55,7 @@ class Run:
     started: bool = False
     released: bool = False
     detached: bool = False
+    observer: RunObserver | None = None  # metrics (issue 13): move to the new runner
 
 
 class RunService:
@@ -82,7 +84,7 @@ class RunService:
                 raise PendingToolCalls(record.pending_tool_call_ids)
             config = self.services.configs.build(record.config)
             try:
-                config.select()
+                adapter, _ = config.select()
             except ConversationConfigurationError as exc:
                 available = self.services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
@@ -95,6 +97,7 @@ class RunService:
             LLMConversation(messages, config),
             len(messages),
             record.version,
+            observer=RunObserver(adapter.name, conversation_id, run_id),  # metrics (issue 13)
         )
         if all(isinstance(m, AgentMessage) for m in messages):
             await self.abandon(run)
@@ -108,6 +111,8 @@ class RunService:
         so a fast model costs one write per batch rather than one per token.
         """
         run.started = True
+        if run.observer is not None:  # metrics (issue 13)
+            run.observer.started()
         queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=256)
         producer = asyncio.create_task(self._produce(run, queue))
         self.services.runs.add(run.run_id, producer)
@@ -158,6 +163,8 @@ class RunService:
             keeper.cancel()
             with anyio.CancelScope(shield=True):
                 done = await self._finish(run, status)
+                if run.observer is not None:  # metrics (issue 13)
+                    run.observer.finished(status)
         if not run.detached:
             await out.put((_DONE, done))
 
@@ -180,6 +187,8 @@ class RunService:
                     }
                     await out.put(("message", payload))
                 else:
+                    if run.observer is not None:  # metrics (issue 13)
+                        run.observer.chunk(event)
                     await out.put((event.kind, chunk_payload(event)))
         pending = run.conversation.messages.pending_tool_calls()
         if not pending:
