@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 
 from app.settings import load_settings
 from app.storage.database import Database
+from app.storage.schema import MIGRATION_LOCK_KEY
 from app.storage.tables import Base, UTCDateTime
 
 config = context.config
@@ -28,7 +29,6 @@ if config.config_file_name is not None and config.attributes.get("configure_logg
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 target_metadata = Base.metadata
-MIGRATION_LOCK_KEY = 0x7061726C6579  # "parley": pg_advisory_xact_lock's bigint key
 
 
 def database_url() -> str:

@@ -22,7 +22,11 @@ LogFormat = Literal["text", "json"]
 _UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
 _CONTEXT_FIELDS = ("request_id", "conversation_id", "run_id")
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
-_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "color_message",  # uvicorn's copy of the message with terminal colours
+}
 
 
 @dataclass
