@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 
 import httpx
 from alembic import command
 from alembic.config import Config
 
-from app.main import create_app
 from app.settings import Settings
 from app.storage.schema import head_revisions
+from tests.api.conftest import app_client
 
 
 def closed_port() -> int:
@@ -22,17 +21,8 @@ def closed_port() -> int:
         return int(s.getsockname()[1])  # nothing listens once the socket is closed
 
 
-@asynccontextmanager
-async def client_for(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as c:
-            yield c
-
-
 async def get(settings: Settings, path: str) -> httpx.Response:
-    async with client_for(settings) as client:
+    async with app_client(settings) as client:
         return await client.get(path)
 
 
