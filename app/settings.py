@@ -47,7 +47,9 @@ class Settings(BaseSettings):
         description="SQLAlchemy URL: `sqlite+aiosqlite:///path` or "
         "`postgresql+asyncpg://user:pass@host/db` (`postgresql://` means the same).",
     )
-    offline_delay_ms: float = Field(0, ge=0, description="Offline adapter delay per word.")
+    offline_delay_ms: float = Field(
+        0, ge=0, description="Milliseconds the offline model waits before each word."
+    )
     default_provider: str | None = Field(
         None, description="Provider for conversations that name none (default: first available)."
     )
@@ -58,15 +60,24 @@ class Settings(BaseSettings):
         description="Comma-separated bearer tokens accepted; empty: any token (or none) works, "
         "and each distinct token sees only its own conversations.",
     )
-    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body.")
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest request body in bytes (413 beyond)."
+    )
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")
     max_import_messages: int = Field(10_000, ge=1, description="Most messages in one import.")
     page_size: int = Field(20, ge=1, description="Conversations per page by default.")
     max_page_size: int = Field(100, ge=1, description="Most conversations per page.")
-    run_lease_seconds: float = Field(15, gt=0, description="A run's lease; renewed at a third.")
-    sse_ping_seconds: float = Field(15, ge=0, description="Keep-alive ping interval (0: none).")
-    tool_timeout_seconds: float = Field(30, gt=0, description="Longest a server tool may run.")
+    run_lease_seconds: float = Field(
+        15,
+        gt=0,
+        description="A run's hold on its conversation, in seconds; renewed at a third of it, "
+        "it expires when its process dies.",
+    )
+    sse_ping_seconds: float = Field(
+        15, ge=0, description="Seconds between keep-alive comments on a stream (0: none)."
+    )
+    tool_timeout_seconds: float = Field(30, gt=0, description="Seconds a server-side tool may run.")
 
     # --- operating it (docs/deploy.md) ---
     log_format: Literal["text", "json"] = Field(
@@ -115,7 +126,9 @@ class Settings(BaseSettings):
     anthropic_max_tokens: int = Field(
         4096, ge=1, description="Anthropic max_tokens when a conversation sets no limit."
     )
-    provider_connect_timeout_seconds: float = Field(10, gt=0, description="Connect timeout.")
+    provider_connect_timeout_seconds: float = Field(
+        10, gt=0, description="Seconds to connect to a provider."
+    )
     provider_read_timeout_seconds: float = Field(
         120, gt=0, description="Longest wait for the next bytes of a model's reply."
     )
