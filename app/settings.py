@@ -86,7 +86,8 @@ class Settings(BaseSettings):
         "conversation_id, run_id); `text`: one readable line.",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
-        "INFO", description="Least severe level logged (uvicorn's access log is INFO)."
+        "INFO",
+        description="Least severe level logged, uvicorn's lines included (its access log is INFO).",
     )
     migrate_on_start: bool = Field(
         False,

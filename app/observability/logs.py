@@ -145,3 +145,4 @@ def configure_logging(
         logger = logging.getLogger(name)
         logger.handlers.clear()
         logger.propagate = True
+        logger.setLevel(logging.NOTSET)  # PARLEY_LOG_LEVEL, not uvicorn's --log-level, decides
