@@ -15,6 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app.settings import load_settings
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
@@ -48,18 +50,15 @@ def uvicorn(port: int) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    ("setting", "value"),
+    ("program", "setting", "value"),
     [
-        ("PARLEY_PAGE_SIZE", "0"),
-        ("PARLEY_DATABASE_URL", "mysql://root:hunter2@db/parley"),
-        ("PARLEY_LOG_FORMAT", "xml"),
-        ("PARLEY_DEFAULT_PROVIDER", "anthropic"),
+        ("uvicorn", "PARLEY_PAGE_SIZE", "0"),
+        ("uvicorn", "PARLEY_DATABASE_URL", "mysql://root:hunter2@db/parley"),
+        ("alembic", "PARLEY_DATABASE_URL", "mysql://root:hunter2@db/parley"),
+        ("alembic", "PARLEY_DEFAULT_PROVIDER", "anthropic"),
     ],
 )
-@pytest.mark.parametrize("program", ["uvicorn", "alembic"])
-def test_a_bad_setting_exits_2_with_one_line(
-    tmp_path: Path, program: str, setting: str, value: str
-) -> None:
+def test_a_bad_setting_exits_2_with_one_line(program: str, setting: str, value: str) -> None:
     command = (
         uvicorn(free_port())
         if program == "uvicorn"
@@ -124,3 +123,27 @@ def test_the_json_log_line_of_a_request_carries_its_id(
     assert mine[0]["logger"] == "uvicorn.access" and "/conversations/c-404" in mine[0]["message"]
     assert mine[0]["conversation_id"] == "c-404" and mine[0]["level"] == "INFO"
     assert any("Running upgrade" in line["message"] for line in lines)  # migrated on start
+
+
+@pytest.mark.parametrize(
+    ("variables", "named"),
+    [
+        ({"PARLEY_LOG_FORMAT": "xml"}, "PARLEY_LOG_FORMAT: Input should be 'text' or 'json'"),
+        ({"OPENAI_BASE_URL": "ftp://x"}, "PARLEY_OPENAI_BASE_URL or OPENAI_BASE_URL: must be"),
+        ({"PARLEY_MIGRATE_ON_START": "maybe"}, "PARLEY_MIGRATE_ON_START: Input should be"),
+        ({"PARLEY_PAGE_SIZE": "x", "PARLEY_API_KEYS": "k"}, "PARLEY_PAGE_SIZE: Input should be"),
+    ],
+)
+def test_each_bad_value_is_named_on_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    variables: dict[str, str],
+    named: str,
+) -> None:
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(SystemExit) as exited:
+        load_settings()
+    assert exited.value.code == 2
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("parley: configuration error: ") and named in line
