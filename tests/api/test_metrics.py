@@ -5,6 +5,8 @@ from __future__ import annotations
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from app.settings import Settings
+from tests.api.conftest import app_client
 from tests.api.sse import parse
 
 Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -74,3 +76,15 @@ async def test_the_pool_gauge_counts_connections_in_use(client: httpx.AsyncClien
     # Scraped between requests: no connection of this app is checked out.
     assert value(series, "parley_db_pool_connections_in_use") == 0
     assert ("parley_db_pool_connections_in_use", frozenset()) in series
+
+
+async def test_a_stream_is_timed_to_its_last_byte(database_url: str) -> None:
+    settings = Settings(database_url=database_url, sse_ping_seconds=0, offline_delay_ms=40)
+    stream = {"route": "/conversations/{conversation_id}/stream", "method": "POST"}
+    async with app_client(settings) as client:
+        before = value(await scrape(client), "parley_http_request_duration_seconds_sum", **stream)
+        conv_id = (await client.post("/conversations", json={})).json()["id"]
+        body = {"messages": [{"role": "user", "text": "one two three four five"}]}
+        await client.post(f"/conversations/{conv_id}/stream", json=body)
+        after = value(await scrape(client), "parley_http_request_duration_seconds_sum", **stream)
+    assert after - before >= 5 * 0.040  # five words, each 40 ms after the one before
