@@ -84,7 +84,7 @@ class RunService:
                 raise PendingToolCalls(record.pending_tool_call_ids)
             config = self.services.configs.build(record.config)
             try:
-                adapter, _ = config.select()
+                adapter, _ = config.select()  # metrics (issue 13) use adapter.name
             except ConversationConfigurationError as exc:
                 available = self.services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
