@@ -1,7 +1,8 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers and the body-size limit.
+mounts the routers, the problem handlers, the body-size limit and the request middleware.
+A bad setting ends the process with status 2 and one line (``load_settings``).
 """
 
 from __future__ import annotations
@@ -14,11 +15,15 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sse_starlette.sse import AppStatus
 
-from app.api import conversations, streams
+from app.api import conversations, operations, streams
 from app.api.limits import BodySizeLimit
+from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
+from app.observability.logs import configure_logging
+from app.observability.metrics import process_exited
 from app.runs.services import Services
-from app.settings import Settings
+from app.settings import Settings, load_settings
+from app.storage.schema import migrate_to_head
 
 DESCRIPTION = """Parley keeps LLM conversations and runs them over HTTP and Server-Sent Events.
 
@@ -44,11 +49,14 @@ async def _drain_on_exit_signal(services: Services) -> None:
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application from ``settings`` (default: read from the environment)."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
+    configure_logging(settings.log_format, settings.log_level)
     services = Services.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.migrate_on_start:
+            await migrate_to_head(settings.database_url)
         await services.start()
         watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
         try:
@@ -56,6 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             watcher.cancel()
             await services.stop()
+            process_exited()
 
     app = FastAPI(
         title="Parley",
@@ -67,12 +76,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = services
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
     app.include_router(streams.router)
-
-    @app.get("/healthz", tags=["operations"])
-    async def healthz() -> dict[str, str]:
-        """Liveness: answers while the process serves requests."""
-        return {"status": "ok"}
-
+    app.include_router(operations.router)
     return app

@@ -14,12 +14,13 @@ for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP ``stat
      ├── PreconditionFailed (412)    stale If-Match
      ├── PayloadTooLarge (413)       body over the size limit
      ├── Unprocessable (422)         validation: each bad field located in ``errors``
-     └── Unavailable (503)           shutting down (``Retry-After``)
+ └── Unavailable (503)           shutting down (``Retry-After``); not ready (database, schema)
+
+A problem's ``instance`` is the request's id (the ``X-Request-ID`` response header).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -29,6 +30,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
 from app.domain import ConversationError
+from app.observability.logs import current_request_id
 from app.runs.errors import (
     BadEventId,
     EventsExpired,
@@ -55,7 +57,6 @@ from app.storage import (
 )
 
 PROBLEM_JSON = "application/problem+json"
-log = logging.getLogger(__name__)
 
 
 class ApiProblem(Exception):
@@ -81,12 +82,14 @@ class ApiProblem(Exception):
         self.extensions = extensions
 
     def body(self) -> dict[str, Any]:
+        request_id = current_request_id()
         return {
             "type": f"/problems/{self.slug}",
             "title": self.title,
             "status": self.status,
             "detail": self.detail,
             "code": str(self.slug),
+            **({"instance": request_id} if request_id else {}),
             **jsonable_encoder(self.extensions),
         }
 
@@ -238,10 +241,6 @@ def install_problem_handlers(app: FastAPI) -> None:
             problem = cls(str(exc.detail))
         return problem_response(problem, dict(exc.headers or {}))
 
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return problem_response(ApiProblem("an unexpected error occurred; it has been logged"))
-
     async def on_known(_: Request, exc: Exception) -> JSONResponse:
         return problem_response(problem_for(exc))
 
@@ -250,4 +249,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         app.add_exception_handler(known, on_known)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    app.add_exception_handler(Exception, on_unexpected)
+    # Anything else: ``app.api.observe.RequestObservability`` logs it and answers 500.
+
+
+def unexpected_problem() -> JSONResponse:
+    """The 500 for an error nothing handled (logged by the caller)."""
+    return problem_response(ApiProblem("an unexpected error occurred; it has been logged"))

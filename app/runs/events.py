@@ -61,6 +61,7 @@ class ErrorCode(StrEnum):
     CONFIGURATION = "configuration"
     LEASE_LOST = "lease_lost"
     SHUTTING_DOWN = "shutting_down"
+    NOT_READY = "not_ready"
     PROCESS_LOST = "process_lost"
     INTERNAL = "internal"
     # requests (problem+json)

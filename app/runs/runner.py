@@ -52,6 +52,7 @@ from app.runs.events import (
     run_started_payload,
 )
 from app.runs.live import LiveRun
+from app.runs.observe import RunObserver
 from app.runs.services import Services
 from app.runs.writer import Commit, Ending, EventSpec
 from app.storage import ConversationRecord, LeaseLost, RunRepository, new_run_id
@@ -107,7 +108,7 @@ class RunService:
                 raise PendingToolCalls(record.pending_tool_call_ids)
             config = services.configs.build(record.config)
             try:
-                config.select()
+                adapter, _ = config.select()
             except ConversationConfigurationError as exc:
                 available = services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
@@ -130,7 +131,8 @@ class RunService:
         )
         services.manager.add(run)
         conversation = LLMConversation(messages, config)
-        run.task = asyncio.create_task(self._run(run, conversation), name=f"run-{run_id}")
+        observer = RunObserver(adapter.name, record.id, run_id)
+        run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
         return run
 
     async def _withdraw(self, record: ConversationRecord, run_id: str) -> None:
@@ -141,31 +143,32 @@ class RunService:
 
     # --- the run's task -------------------------------------------------------------------------
 
-    async def _run(self, run: LiveRun, conversation: LLMConversation) -> None:
+    async def _run(
+        self, run: LiveRun, conversation: LLMConversation, observer: RunObserver
+    ) -> None:
+        observer.started()
         progress = _Progress()
         error: ErrorData | None = None
         try:
-            status = await self._drive(run, conversation, progress)
+            status = await self._drive(run, conversation, progress, observer)
         except asyncio.CancelledError:
             task = asyncio.current_task()
             if task is not None:
                 task.uncancel()  # stopped on purpose (run.stop): the task goes on to finish
             status, error = self._stopped(run, conversation, progress)
         except Exception as exc:
-            if not isinstance(exc, LeaseLost):
-                log.log(
-                    logging.WARNING if _expected(exc) else logging.ERROR,
-                    "run %s failed: %s",
-                    run.run_id,
-                    exc,
-                    exc_info=not _expected(exc),
-                )
+            error = error_for(exc)
+            if _expected(exc):  # the provider layer logged upstream failures, without their text
+                log.info("run %s failed: %s", run.run_id, error["code"])
+            elif not isinstance(exc, LeaseLost):
+                log.exception("run %s failed unexpectedly", run.run_id)
             status, error = ("aborted" if isinstance(exc, LeaseLost) else "failed"), error_for(exc)
         run.finishing = True
         try:
             await asyncio.shield(self._finish(run, conversation, progress, status, error))
         finally:
             self.services.manager.discard(run)
+            observer.finished(status)
 
     def _stopped(
         self, run: LiveRun, conversation: LLMConversation, progress: _Progress
@@ -179,7 +182,13 @@ class RunService:
             return "aborted", error_for(LeaseLost(run.conversation_id, run.run_id))
         return _STOPPED_STATUS.get(run.stop_reason or "", "aborted"), None
 
-    async def _drive(self, run: LiveRun, conversation: LLMConversation, progress: _Progress) -> str:
+    async def _drive(
+        self,
+        run: LiveRun,
+        conversation: LLMConversation,
+        progress: _Progress,
+        observer: RunObserver,
+    ) -> str:
         writer = self.services.writer
         async with contextlib.aclosing(conversation.stream()) as stream:
             async for event in stream:
@@ -189,6 +198,7 @@ class RunService:
                     else:
                         await self._store(run, conversation, progress, event.index + 1)
                     continue
+                observer.chunk(event)
                 if isinstance(event, MessageStop):
                     progress.usage["input_tokens"] += event.usage.input_tokens or 0
                     progress.usage["output_tokens"] += event.usage.output_tokens or 0

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
+from app.observability import metrics
 from app.providers import build_selector, close_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
@@ -38,6 +39,7 @@ class Services:
 
     def __post_init__(self) -> None:
         self.writer = EventWriter(self.settings, self.manager, self.repository, self.reader)
+        self.writer.on_flush = metrics.event_log_flush
         self.listener = Listener(self.database, self.manager.on_notification)
 
     @classmethod
