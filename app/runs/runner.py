@@ -68,9 +68,9 @@ class RunService:
     ) -> Run:
         """Apply the delta (if any), check the conversation can run, take its lease: at once."""
         run_id = uuid.uuid4().hex
-        async with self.services.reader() as reader:
-            record = await reader.get(conversation_id, self.owner)  # the owner never changes
-        async with self.services.repository() as repo:
+        async with self.services.reader(self.owner) as reader:
+            record = await reader.get(conversation_id)  # the owner never changes
+        async with self.services.repository(self.owner) as repo:
             if delta is not None:
                 record = await repo.get(conversation_id)  # fresh, under the write lock
                 await apply_delta(repo, self.services, record, delta, expected_version)
@@ -87,7 +87,7 @@ class RunService:
                 available = self.services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
         # Read outside the write transaction: the lease keeps every other writer out.
-        async with self.services.reader() as reader:
+        async with self.services.reader(self.owner) as reader:
             messages = await reader.load_messages(conversation_id)
         run = Run(
             run_id,
@@ -198,7 +198,7 @@ class RunService:
         if not new and not (last and holding_lease):
             return
         record = None
-        async with self.services.repository() as repo:
+        async with self.services.repository(self.owner) as repo:
             if not new:
                 await repo.release_lease(run.conversation_id, run.run_id)
             else:
@@ -225,7 +225,7 @@ class RunService:
             log.exception("run %s: could not store its last messages", run.run_id)
         if not run.released:
             try:
-                async with self.services.repository() as repo:
+                async with self.services.repository(self.owner) as repo:
                     await repo.release_lease(run.conversation_id, run.run_id)
             except Exception:  # the lease then expires by itself
                 log.exception("run %s: could not release its lease", run.run_id)
@@ -236,7 +236,7 @@ class RunService:
         ttl = self.services.settings.run_lease_seconds
         while True:
             await asyncio.sleep(ttl / 3)
-            async with self.services.repository() as repo:
+            async with self.services.repository(self.owner) as repo:
                 held = await repo.renew_lease(run.conversation_id, run.run_id, ttl)
             if not held and producer is not None:
                 producer.cancel()

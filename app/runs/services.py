@@ -36,13 +36,14 @@ class Services:
         return cls(settings, Database.from_settings(settings), configs)
 
     @asynccontextmanager
-    async def repository(self) -> AsyncIterator[ConversationRepository]:
-        """A repository on a new session, committed once when the block ends without error."""
+    async def repository(self, owner: str | None) -> AsyncIterator[ConversationRepository]:
+        """``owner``'s repository on a new session, committed once when the block ends without
+        error. ``None`` is the system's unscoped view, for work done for no caller."""
         async with self.database.transaction() as session:
-            yield ConversationRepository(session)
+            yield ConversationRepository(session, owner=owner)
 
     @asynccontextmanager
-    async def reader(self) -> AsyncIterator[ConversationRepository]:
-        """A repository on a read-only session: it never waits for writers. Do not write."""
+    async def reader(self, owner: str | None) -> AsyncIterator[ConversationRepository]:
+        """``owner``'s repository on a read-only session: it never waits for writers."""
         async with self.database.session(readonly=True) as session:
-            yield ConversationRepository(session)
+            yield ConversationRepository(session, owner=owner)
