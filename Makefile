@@ -37,7 +37,7 @@ check: lint typecheck pytest
 test: check
 
 openapi: $(STAMP)
-	$(BIN)/python -m app.api.openapi_export openapi/openapi.json
+	$(BIN)/python -m app.openapi_export openapi/openapi.json
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -11,7 +11,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
-from app.api import conversations, streams
+from app.api import conversations, history, streams
 from app.api.limits import BodySizeLimit
 from app.api.problems import install_problem_handlers
 from app.providers import close_selector
@@ -49,6 +49,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.include_router(conversations.router)
+    app.include_router(history.router)
     app.include_router(streams.router)
 
     @app.get("/healthz", tags=["operations"])

@@ -13,6 +13,7 @@ from fastapi import Depends, Header, Request
 
 from app.api.problems import BadRequest, Unauthorized
 from app.runs.conversations import ConversationService
+from app.runs.history import HistoryService
 from app.runs.runner import RunService
 from app.runs.services import Services
 
@@ -57,7 +58,12 @@ def get_runs(services: ServicesDep, owner: OwnerDep) -> RunService:
     return RunService(services, owner)
 
 
+def get_history(services: ServicesDep, owner: OwnerDep) -> HistoryService:
+    return HistoryService(services, owner)
+
+
 ConversationsDep = Annotated[ConversationService, Depends(get_conversations)]
+HistoryDep = Annotated[HistoryService, Depends(get_history)]
 RunsDep = Annotated[RunService, Depends(get_runs)]
 
 

@@ -12,13 +12,11 @@ from typing import Any, Literal
 
 from app.domain import (
     AgentMessage,
-    ContextWindow,
     Message,
     MessageList,
     MessageListDeserializationError,
     TextMessage,
     ToolResult,
-    context_within,
 )
 from app.runs.config import merge_patch
 from app.runs.errors import InvalidInput, NoActiveRun
@@ -123,18 +121,6 @@ class ConversationService:
     async def messages(self, conversation_id: str) -> MessageList:
         async with self.services.reader(self.owner) as repo:
             return await repo.load_messages(conversation_id)
-
-    async def context(
-        self, conversation_id: str, max_tokens: int | None
-    ) -> tuple[ContextWindow, bool, int | None]:
-        """The window a run would send, whether its counts are exact, and the budget used."""
-        async with self.services.reader(self.owner) as repo:
-            record = await repo.get(conversation_id)
-            messages = await repo.load_messages(conversation_id)
-        config = self.services.configs.build(record.config)
-        budget = max_tokens if max_tokens is not None else config.context_max_tokens
-        counter, exact = self.services.configs.token_counter(config)
-        return context_within(list(messages), budget, counter), exact, budget
 
     async def clear(self, conversation_id: str, expected_version: int | None) -> ConversationView:
         async with self.services.repository(self.owner) as repo:
