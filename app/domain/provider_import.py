@@ -68,12 +68,23 @@ class _Calls:
     def __init__(self, out: list[Message]) -> None:
         self.out = out
         self.where: dict[str, int] = {}
+        self.turn_open = False
 
     def add(self, call: ToolCallMessage, loc: Loc) -> None:
+        """Append a call; ``turn_open`` says it belongs to the reply of the call before it."""
         if call.tool_call_id in self.where:
             raise _fail((*loc, "id"), f"tool call id {call.tool_call_id!r} is used twice")
+        after_call = bool(self.out) and isinstance(self.out[-1], ToolCallMessage)
+        if after_call and not self.turn_open and not call.message:
+            # A new reply after the last one's results: an empty text keeps the two apart
+            # (adjacent calls without text are one reply, see docs/format.md).
+            self.out.append(TextMessage("", Role.ASSISTANT))
         self.where[call.tool_call_id] = len(self.out)
         self.out.append(call)
+        self.turn_open = True
+
+    def close_turn(self) -> None:
+        self.turn_open = False
 
     def answer(self, call_id: str, content: str, is_error: bool | None, loc: Loc) -> None:
         index = self.where.get(call_id)
@@ -97,6 +108,7 @@ def from_openai_format(messages: Any) -> list[Message]:
     for i, item in enumerate(_items(messages, ("messages",))):
         loc: Loc = ("messages", i)
         role = item.get("role")
+        calls.close_turn()
         if role in ("system", "developer"):
             out.append(AgentMessage(_openai_text(item, loc)))
         elif role == "user":
@@ -176,6 +188,7 @@ def from_anthropic_format(system: Any, messages: Any) -> list[Message]:
             out.append(TextMessage(content, Role(role)))
             continue
         blocks = _items(content, (*loc, "content"))
+        calls.close_turn()
         if role == "user":
             _user_blocks(blocks, (*loc, "content"), calls)
         else:
