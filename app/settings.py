@@ -5,7 +5,6 @@ Imports pydantic-settings only. Provider credentials are settings, never request
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
@@ -105,11 +104,3 @@ class Settings(BaseSettings):
         if not value.strip().lower().startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.strip()
-
-    def sqlite_path(self) -> Path | None:
-        """The SQLite file the database URL points at, if it is one."""
-        prefix = "sqlite+aiosqlite:///"
-        if not self.database_url.startswith(prefix):
-            return None
-        rest = self.database_url[len(prefix) :].split("?", 1)[0]
-        return None if rest in ("", ":memory:") else Path(rest)
