@@ -20,6 +20,10 @@ from app.domain.repair import INTERRUPTED, repair_history, repair_with_sources
 from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
 from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
 
+from . import wire
+from .fake_server import FakeServer, Reply
+from .helpers import conversation, run
+
 # Never used for a request: only the request builders run. Port 9 is discard, not a provider.
 OPENAI = OpenAIAdapter(
     OpenAIConfig(api_key="sk-test", base_url="http://127.0.0.1:9/v1", trailing_assistant="send")
@@ -144,3 +148,47 @@ def test_an_unanswered_call_is_sent_as_interrupted() -> None:
         "tool_call_id": "call_a",
         "content": f"Error: {INTERRUPTED}",
     }
+
+
+BROKEN: list[Message] = [
+    AgentMessage("Be brief."),
+    TextMessage("what time is it?"),
+    ToolCallMessage("clock", "call_a", {}, result="12:00"),
+    ToolCallMessage("clock", "call_a", {}, result="13:00", message="again"),  # an orphan result
+    TextMessage("", Role.ASSISTANT, incomplete=True),
+    TextMessage("hello?"),
+    TextMessage("anyone?"),
+]
+
+
+async def test_a_broken_history_runs_through_the_real_openai_sdk(
+    server: FakeServer, openai_adapter: OpenAIAdapter
+) -> None:
+    server.script(Reply(events=wire.oa_text("Here.")))
+    conv = conversation([openai_adapter], BROKEN)
+    _, error = await run(conv)
+    assert error is None and conv.messages[-1] == TextMessage("Here.", Role.ASSISTANT)
+    sent = server.bodies[0]
+    check_openai(sent)
+    assert [m["role"] for m in sent["messages"]] == ["system", "user", "assistant", "tool", "user"]
+    assert sent["messages"][3:] == [
+        {"role": "tool", "tool_call_id": "call_a", "content": "12:00"},
+        {"role": "user", "content": "hello?\n\nanyone?"},
+    ]
+    assert list(conv.messages)[: len(BROKEN)] == BROKEN  # what is stored is unchanged
+
+
+async def test_a_broken_history_runs_through_the_real_anthropic_sdk(
+    server: FakeServer, anthropic_adapter: AnthropicAdapter
+) -> None:
+    server.script(Reply(events=wire.an_text("Here.")))
+    conv = conversation([anthropic_adapter], BROKEN)
+    _, error = await run(conv)
+    assert error is None and conv.messages[-1] == TextMessage("Here.", Role.ASSISTANT)
+    sent = server.bodies[0]
+    check_anthropic(sent)
+    assert [t["role"] for t in sent["messages"]] == ["user", "assistant", "user"]
+    assert sent["messages"][-1]["content"] == [
+        {"type": "tool_result", "tool_use_id": "call_a", "content": "12:00"},
+        {"type": "text", "text": "hello?\n\nanyone?"},
+    ]
