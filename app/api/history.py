@@ -19,6 +19,7 @@ from app.api.problems import Unprocessable
 from app.api.schemas import ContextMessage, ContextOut, ConversationOut, MessageListDocument
 from app.domain import FORMAT_VERSION, MessageList, to_anthropic_format, to_openai_format
 from app.runs.conversations import ConversationView
+from app.runs.history import HistoryService
 
 router = APIRouter(prefix="/conversations", tags=["history"])
 
@@ -112,21 +113,27 @@ async def get_messages(
                 "pages are served in the parley format only",
                 errors=[{"loc": ["query", "format"], "msg": "must be parley", "type": "value"}],
             )
-        page = await history.page(conversation_id, after, limit or DEFAULT_PAGE)
-        body = MessagePage(
-            messages=[m.to_serializable_dict() for m in page.messages],
-            version=FORMAT_VERSION,
-            start=page.start,
-            total=page.total,
-            next_after=page.next_after,
-        )
-        return JSONResponse(body.model_dump(mode="json"))
+        return await _page(history, conversation_id, after, limit or DEFAULT_PAGE)
     messages = list(await conversations.messages(conversation_id))
     if format == "openai":
         return JSONResponse({"messages": to_openai_format(messages)})
     if format == "anthropic":
         return JSONResponse(to_anthropic_format(messages))
     return JSONResponse(MessageList(messages).to_dict())
+
+
+async def _page(
+    history: HistoryService, conversation_id: str, after: int | None, limit: int
+) -> JSONResponse:
+    page = await history.page(conversation_id, after, limit)
+    body = MessagePage(
+        messages=[m.to_serializable_dict() for m in page.messages],
+        version=FORMAT_VERSION,
+        start=page.start,
+        total=page.total,
+        next_after=page.next_after,
+    )
+    return JSONResponse(body.model_dump(mode="json"))
 
 
 @router.get("/{conversation_id}/context", response_model=ContextOut)
