@@ -52,7 +52,7 @@ check: lint typecheck pytest
 test: check
 
 openapi: $(STAMP)
-	$(BIN)/python -m app.api.openapi_export openapi/openapi.json
+	$(BIN)/python -m app.openapi_export openapi/openapi.json
 
 settings-doc: $(STAMP)
 	$(BIN)/python -m app.settings_doc

@@ -15,7 +15,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 from sse_starlette.sse import AppStatus
 
-from app.api import conversations, operations, streams
+from app.api import conversations, history, operations, streams
 from app.api.limits import BodySizeLimit
 from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
@@ -78,6 +78,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
+    app.include_router(history.router)
     app.include_router(streams.router)
     app.include_router(operations.router)
     return app

@@ -9,7 +9,6 @@ naming the variable. docs/settings.md and .env.example are generated from this c
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any, Literal, NoReturn, Self
 
 from pydantic import (
@@ -223,14 +222,6 @@ class Settings(BaseSettings):
         if not value.strip().lower().startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.strip()
-
-    def sqlite_path(self) -> Path | None:
-        """The SQLite file the database URL points at, if it is one."""
-        prefix = "sqlite+aiosqlite:///"
-        if not self.database_url.startswith(prefix):
-            return None
-        rest = self.database_url[len(prefix) :].split("?", 1)[0]
-        return None if rest in ("", ":memory:") else Path(rest)
 
 
 def env_names(name: str) -> list[str]:

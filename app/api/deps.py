@@ -15,6 +15,7 @@ from app.api.problems import BadRequest, Unauthorized
 from app.runs.conversations import ConversationService
 from app.runs.events import ErrorCode
 from app.runs.follow import RunReader
+from app.runs.history import HistoryService
 from app.runs.runner import RunService
 from app.runs.services import Services
 
@@ -63,7 +64,12 @@ def get_reader(services: ServicesDep, owner: OwnerDep) -> RunReader:
     return RunReader(services, owner)
 
 
+def get_history(services: ServicesDep, owner: OwnerDep) -> HistoryService:
+    return HistoryService(services, owner)
+
+
 ConversationsDep = Annotated[ConversationService, Depends(get_conversations)]
+HistoryDep = Annotated[HistoryService, Depends(get_history)]
 RunsDep = Annotated[RunService, Depends(get_runs)]
 ReaderDep = Annotated[RunReader, Depends(get_reader)]
 

@@ -183,9 +183,15 @@ class ConversationPage(BaseModel):
 
 
 class ContextMessage(BaseModel):
-    """One message a run would send, with its index and token count."""
+    """One message a run would send, with its index and token count.
 
-    index: int
+    The history is repaired before it is sent (docs/format.md): a message may stand for
+    several stored ones (``indices``) and differ from what is stored (``repaired``).
+    """
+
+    index: int = Field(description="The stored index of the first message it was made from.")
+    indices: list[int] = Field(description="The stored indices of every message it was made from.")
+    repaired: bool = Field(description="True when it differs from the stored message.")
     tokens: int
     message: dict[str, Any]
 

@@ -49,8 +49,8 @@ class RunReader:
             run_id, seq = parse_event_id(last_event_id)
         except ValueError:
             raise BadEventId(last_event_id) from None
-        async with self.services.reader() as reader:
-            await reader.get(conversation_id, self.owner)
+        async with self.services.reader(self.owner) as reader:
+            await reader.get(conversation_id)
             runs = RunRepository(reader.session)
             run = await runs.get(run_id, conversation_id, self.owner)
             live = self.services.manager.get(run.id)
@@ -64,14 +64,14 @@ class RunReader:
         self, conversation_id: str, limit: int, cursor: str | None
     ) -> tuple[builtins.list[RunRecord], str | None]:
         """A page of the conversation's runs, newest first."""
-        async with self.services.reader() as reader:
-            await reader.get(conversation_id, self.owner)
+        async with self.services.reader(self.owner) as reader:
+            await reader.get(conversation_id)
             return await RunRepository(reader.session).list(conversation_id, limit, cursor)
 
     async def get(self, conversation_id: str, run_id: str) -> RunRecord:
         """One run of the conversation."""
-        async with self.services.reader() as reader:
-            await reader.get(conversation_id, self.owner)
+        async with self.services.reader(self.owner) as reader:
+            await reader.get(conversation_id)
             return await RunRepository(reader.session).get(run_id, conversation_id, self.owner)
 
     async def follow(self, resume: Resume) -> AsyncIterator[builtins.list[RunEvent]]:
@@ -92,7 +92,7 @@ class RunReader:
         loop = asyncio.get_running_loop()
         next_check = loop.time() + _LIVENESS_EVERY
         while True:
-            async with services.reader() as reader:
+            async with services.reader(None) as reader:
                 rows = await RunRepository(reader.session).events_after(run.id, seq)
             batch = [e for row in rows for e in stored_events(row) if e.seq > seq]
             if batch:
@@ -108,9 +108,9 @@ class RunReader:
 
     async def _end_if_abandoned(self, run: RunRecord) -> None:
         """End the run if its process died (its lease expired): its log then ends in ``done``."""
-        async with self.services.reader() as reader:
+        async with self.services.reader(None) as reader:
             record = await reader.get(run.conversation_id)
         expires = record.lease_expires_at
         if record.lease_run_id == run.id and expires is not None and expires <= utcnow():
-            async with self.services.repository() as repo:
+            async with self.services.repository(None) as repo:
                 await repo.end_abandoned_run(run.conversation_id)

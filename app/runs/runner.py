@@ -91,14 +91,13 @@ class RunService:
             raise ShuttingDown()
         run_id = new_run_id()
         delta = delta or Delta()
-        async with services.repository() as repo:
+        async with services.repository(self.owner) as repo:
             # One write: the delta, the lease, the run and its first event. A refusal below
             # rolls them all back.
             record = await repo.begin_run(
                 conversation_id,
                 run_id,
                 services.settings.run_lease_seconds,
-                owner=self.owner,
                 messages=delta.messages,
                 tool_results=delta.outcomes(),
                 update_config=config_update(services, delta.config_patch),
@@ -121,7 +120,7 @@ class RunService:
             await runs.create(run_id, record.id, self.owner, on_disconnect)
             await runs.add_events(merged_rows(run_id, [started]))
         # Read outside the write transaction: the lease keeps every other writer out.
-        async with services.reader() as reader:
+        async with services.reader(self.owner) as reader:
             messages = await reader.load_messages(conversation_id)
         if all(isinstance(m, AgentMessage) for m in messages):
             await self._withdraw(record, run_id)
@@ -137,7 +136,7 @@ class RunService:
 
     async def _withdraw(self, record: ConversationRecord, run_id: str) -> None:
         """Undo a run that cannot start after all: no row, no lease."""
-        async with self.services.repository() as repo:
+        async with self.services.repository(self.owner) as repo:
             await RunRepository(repo.session).delete(run_id)
             await repo.release_lease(record.id, run_id)
 

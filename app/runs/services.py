@@ -38,7 +38,12 @@ class Services:
     listener: Listener = field(init=False)
 
     def __post_init__(self) -> None:
-        self.writer = EventWriter(self.settings, self.manager, self.repository, self.reader)
+        self.writer = EventWriter(
+            self.settings,
+            self.manager,
+            lambda: self.repository(None),
+            lambda: self.reader(None),
+        )
         self.writer.on_flush = metrics.event_log_flush
         self.listener = Listener(self.database, self.manager.on_notification)
 
@@ -52,19 +57,20 @@ class Services:
         return cls(settings, Database.from_settings(settings), configs)
 
     @asynccontextmanager
-    async def repository(self) -> AsyncIterator[ConversationRepository]:
-        """A repository on a new session, committed once when the block ends without error.
+    async def repository(self, owner: str | None) -> AsyncIterator[ConversationRepository]:
+        """``owner``'s repository on a new session, committed once when the block ends without
+        error. ``None`` is the system's unscoped view, for work done for no caller.
 
         Meeting the expired lease of a run whose process died ends that run first
         (app/runs/recovery.py), in the same transaction."""
         async with self.database.transaction() as session:
-            yield ConversationRepository(session, on_abandoned_run=end_abandoned_run)
+            yield ConversationRepository(session, owner=owner, on_abandoned_run=end_abandoned_run)
 
     @asynccontextmanager
-    async def reader(self) -> AsyncIterator[ConversationRepository]:
-        """A repository on a read-only session: it never waits for writers. Do not write."""
+    async def reader(self, owner: str | None) -> AsyncIterator[ConversationRepository]:
+        """``owner``'s repository on a read-only session: it never waits for writers."""
         async with self.database.session(readonly=True) as session:
-            yield ConversationRepository(session)
+            yield ConversationRepository(session, owner=owner)
 
     # --- the process's lifetime ----------------------------------------------------------------
 

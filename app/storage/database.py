@@ -73,11 +73,6 @@ class Database:
         """The database named by ``settings.database_url`` (``PARLEY_DATABASE_URL``)."""
         return cls(settings.database_url)
 
-    @property
-    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
-        """The factory behind ``session()``, for code that manages sessions itself."""
-        return self._sessions
-
     @asynccontextmanager
     async def session(self, *, readonly: bool = False) -> AsyncIterator[AsyncSession]:
         """A session; the caller commits (``await session.commit()``), else it rolls back.

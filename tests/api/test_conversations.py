@@ -247,7 +247,11 @@ async def test_context_keeps_system_prompt_and_recent_messages(
     texts = [f"message number {i} " + "word " * 20 for i in range(6)]
     await client.post(
         f"/conversations/{conv['id']}/deltas",
-        json={"messages": [{"role": "user", "text": t} for t in texts]},
+        json={
+            "messages": [
+                {"role": ("user", "assistant")[i % 2], "text": t} for i, t in enumerate(texts)
+            ]
+        },
     )
     full = (await client.get(f"/conversations/{conv['id']}/context")).json()
     assert full["dropped"] == 0 and len(full["messages"]) == 7

@@ -49,8 +49,8 @@ async def make_services(database_url: str) -> AsyncIterator[MakeServices]:
 async def new_conversation(services: Services, *texts: str, **config: Any) -> str:
     """A conversation of OWNER holding a system prompt and these user messages."""
     messages = MessageList([AgentMessage("Be brief."), *(TextMessage(t) for t in texts)])
-    async with services.repository() as repo:
-        record = await repo.create(OWNER, messages, dict(config), {})
+    async with services.repository(OWNER) as repo:
+        record = await repo.create(messages, dict(config), {})
     return record.id
 
 

@@ -107,7 +107,7 @@ async def test_a_run_is_a_row_and_its_log_replays_exactly(make_services: MakeSer
     other = await make_services(ScriptedAdapter([]))  # another process reads the log
     replayed = await stored_events(other, conv_id, run.run_id)
     assert [(e.seq, e.name, e.data) for e in replayed] == [(e.seq, e.name, e.data) for e in live]
-    async with other.reader() as reader:
+    async with other.reader(None) as reader:
         runs = RunRepository(reader.session)
         record = await runs.get(run.run_id)
         rows = await runs.events_after(run.run_id, 0)
@@ -235,7 +235,7 @@ async def test_a_run_that_loses_its_lease_stops_without_writing(
     services = await make_services(PacedAdapter(500, 0.01), run_lease_seconds=0.3)
     conv_id = await new_conversation(services, "hi")
     run = await start_run(services, conv_id)
-    async with services.repository() as repo:
+    async with services.repository(None) as repo:
         await repo.session.execute(
             update(CONVERSATIONS)
             .where(CONVERSATIONS.c.id == conv_id)
@@ -254,7 +254,7 @@ async def test_an_abandoned_run_is_ended_by_the_next_writer_with_its_streamed_te
     services = await make_services(ScriptedAdapter([]))
     conv_id = await new_conversation(services, "hi")
     run_id = "0" * 31 + "1"
-    async with services.repository() as repo:  # a run whose process died after two deltas
+    async with services.repository(None) as repo:  # a run whose process died after two deltas
         await repo.acquire_lease(conv_id, run_id, 0.05)
         runs = RunRepository(repo.session)
         await runs.create(run_id, conv_id, OWNER, "cancel")
@@ -313,7 +313,7 @@ async def test_events_of_finished_runs_are_pruned_after_the_retention(
     conv_id = await new_conversation(services, "hi")
     run = await start_run(services, conv_id)
     await all_events(run)
-    async with services.repository() as repo:
+    async with services.repository(None) as repo:
         pruned = await RunRepository(repo.session).prune_events(utcnow() + timedelta(seconds=1))
     assert pruned >= 1
     with pytest.raises(EventsExpired):
@@ -331,7 +331,7 @@ async def test_the_writer_prunes_on_its_own(make_services: MakeServices) -> None
     run = await start_run(services, conv_id)
     await all_events(run)
     await asyncio.sleep(0.3)
-    async with services.reader() as reader:
+    async with services.reader(None) as reader:
         assert not await RunRepository(reader.session).has_events(run.run_id)
 
 
@@ -359,7 +359,7 @@ async def test_one_run_that_cannot_be_stored_costs_the_others_nothing(
     services.writer.add(bad, make_event(1, "content_block_delta", {}))  # seq 1 is stored
     services.writer.add(good, make_event(good.seq + 50, "content_block_delta", {"delta": "x"}))
     await asyncio.sleep(0.3)
-    async with services.reader() as reader:
+    async with services.reader(None) as reader:
         runs = RunRepository(reader.session)
         assert [r.seq for r in await runs.events_after(good.run_id, good.seq)] == [good.seq + 50]
         assert (await runs.events_after(bad.run_id, 0))[0].name == "run_started"
