@@ -5,8 +5,9 @@ Parley processes (real uvicorn, one worker each, the offline model paced at 20 m
 real model is) on the same kind of database — one with ``PARLEY_RUN_EVENT_LOG=true`` (every
 event stored by the group-commit writer), one with ``false`` (messages and endings only) — and
 runs 100 concurrent streams of 150 words against each, alternating, medians of the rounds.
-Reports delivered tokens per second, first-token latency, and database transactions per second
-(PostgreSQL's ``xact_commit`` for the bench database, or the writer's own count from its log).
+Reports delivered tokens per second, first-token latency, and database transactions per second:
+the write transactions Parley made (run starts and event-log flushes, from its ``/metrics``) and,
+on PostgreSQL, every committed transaction of the bench database (``xact_commit``, reads too).
 SQLite in a temporary directory, and PostgreSQL when PARLEY_BENCH_POSTGRES_URL (default
 ``postgresql+asyncpg://postgres@127.0.0.1:5432/``) answers.
 """
@@ -43,6 +44,7 @@ class Round:
     seconds: float
     first: list[float]
     transactions: float | None
+    writes: float
 
     @property
     def rate(self) -> float:
@@ -131,6 +133,18 @@ async def transactions(database_url: str) -> int | None:
         await connection.close()
 
 
+async def write_transactions(http: httpx.AsyncClient, server: Server) -> float:
+    """Run starts plus event-log flushes so far, from the server's metrics."""
+    text = (await http.get(f"{server.url}/metrics")).text
+    total = 0.0
+    for line in text.splitlines():
+        if line.startswith(
+            ("parley_runs_started_total", "parley_event_log_flush_duration_seconds_count")
+        ):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
 async def measure(http: httpx.AsyncClient, server: Server, streams: int, words: int) -> Round:
     text = " ".join("w" for _ in range(words))
     requests = []
@@ -142,14 +156,16 @@ async def measure(http: httpx.AsyncClient, server: Server, streams: int, words: 
         )
     await asyncio.sleep(0.5)  # let stats settle
     before = await transactions(server.database_url)
+    writes_before = await write_transactions(http, server)
     start = time.perf_counter()
     results = await asyncio.gather(*(one_stream(http, r) for r in requests))
     seconds = time.perf_counter() - start
     after = await transactions(server.database_url)
+    writes = (await write_transactions(http, server) - writes_before) / seconds
     total = sum(t for t, _ in results)
     assert total == streams * words, f"{total} of {streams * words} tokens arrived"
     tx = (after - before) / seconds if before is not None and after is not None else None
-    return Round(total, seconds, [f for _, f in results], tx)
+    return Round(total, seconds, [f for _, f in results], tx, writes)
 
 
 def p99(values: list[float]) -> float:
@@ -179,11 +195,13 @@ async def bench(database_url: str, label: str, rounds: int, streams: int, tmp: P
             firsts = [f for r in done for f in r.first]
             txs = [r.transactions for r in done if r.transactions is not None]
             tx = f"{statistics.median(txs):,.0f}" if txs else "n/a"
+            writes = statistics.median(r.writes for r in done)
             print(
                 f"| {label} | {name} | {rates[name]:,.0f} | "
-                f"{statistics.median(firsts) * 1000:.0f} / {p99(firsts) * 1000:.0f} | {tx} |"
+                f"{statistics.median(firsts) * 1000:.0f} / {p99(firsts) * 1000:.0f} | "
+                f"{writes:,.0f} | {tx} |"
             )
-        print(f"| {label} | on / off | {rates['log on'] / rates['log off']:.3f} | | |")
+        print(f"| {label} | on / off | {rates['log on'] / rates['log off']:.3f} | | | |")
     finally:
         for server in servers.values():
             server.stop()
@@ -238,8 +256,11 @@ def main() -> None:
             f"{args.streams * 50:,} tok/s); medians of {args.rounds} rounds; "
             f"load average {os.getloadavg()[0]:.2f}, {os.cpu_count()} cores\n"
         )
-        print("| database | event log | tokens/s | first token median / p99 (ms) | db tx/s |")
-        print("| --- | --- | --- | --- | --- |")
+        print(
+            "| database | event log | tokens/s | first token median / p99 (ms) "
+            "| write tx/s | all tx/s (PostgreSQL) |"
+        )
+        print("| --- | --- | --- | --- | --- | --- |")
         for label, url in targets:
             migrate(url)
             asyncio.run(bench(url, label, args.rounds, args.streams, tmp))
