@@ -32,6 +32,10 @@ import httpx
 from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from app.settings import Settings  # noqa: E402
+
 POSTGRES = os.environ.get(
     "PARLEY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/"
 )
@@ -165,7 +169,9 @@ async def main() -> None:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=10)
-    parser.add_argument("--lease", type=float, default=15)
+    parser.add_argument(
+        "--lease", type=float, default=Settings.model_fields["run_lease_seconds"].default
+    )
     args = parser.parse_args()
     name = f"parley_bench_{secrets.token_hex(4)}"
     await admin(f'CREATE DATABASE "{name}"')
