@@ -5,20 +5,34 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# The locks: every package pinned with its hashes, for any platform (uv's universal resolution).
+# requirements.lock is what the service needs (the Dockerfile); requirements-dev.lock adds the
+# tools (make, CI). Regenerate both with `make lock` after changing pyproject.toml.
+LOCK := requirements.lock
+DEV_LOCK := requirements-dev.lock
+UV_COMPILE = $(BIN)/uv pip compile pyproject.toml --universal --python-version 3.11 \
+	--generate-hashes --custom-compile-command 'make lock'
 
-.PHONY: run test check lint typecheck pytest migrate openapi bench clean
+.PHONY: run test check lint typecheck pytest migrate openapi settings-doc lock bench clean
 
-$(STAMP): pyproject.toml
+# Plain pip installs the lock: a fresh machine needs nothing but python3 and make.
+$(STAMP): $(DEV_LOCK) pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@echo "Installing the locked dependencies into $(VENV) (the first time takes a minute)..."
+	$(BIN)/python -m pip install --progress-bar on --require-hashes --no-deps -r $(DEV_LOCK)
+	$(BIN)/python -m pip install --no-deps -e .
 	touch $(STAMP)
+
+lock: $(STAMP)
+	$(UV_COMPILE) -o $(LOCK)
+	$(UV_COMPILE) --extra dev --constraint $(LOCK) -o $(DEV_LOCK)
 
 migrate: $(STAMP)
 	$(BIN)/alembic upgrade head
 
 run: migrate
-	$(BIN)/uvicorn --factory app.main:create_app --host $(HOST) --port $(PORT)
+	$(BIN)/uvicorn --factory app.main:create_app --host $(HOST) --port $(PORT) \
+		--proxy-headers --timeout-graceful-shutdown 30
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -31,13 +45,17 @@ pytest: $(STAMP)
 	$(BIN)/pytest --cov=app --cov-branch --cov-report=term --cov-report=term:skip-covered \
 		--cov-fail-under=80 tests
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=90
+	$(BIN)/coverage report --include='app/runs/*' --fail-under=90
 
 check: lint typecheck pytest
 
 test: check
 
 openapi: $(STAMP)
-	$(BIN)/python -m app.api.openapi_export openapi/openapi.json
+	$(BIN)/python -m app.openapi_export openapi/openapi.json
+
+settings-doc: $(STAMP)
+	$(BIN)/python -m app.settings_doc
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

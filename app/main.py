@@ -1,25 +1,32 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers, the body-size limit and what browsers need
-(the Origin check, CORS, the playground: app.api.browser).
+mounts the routers, the problem handlers, the body-size limit, the request middleware and
+what browsers need (the Origin check, CORS, the playground: app.api.browser). A bad setting
+ends the process with status 2 and one line (``load_settings``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
+from sse_starlette.sse import AppStatus
 
-from app.api import conversations, providers, streams
+from app.api import conversations, history, operations, providers, streams
 from app.api.browser import install_browser_support
 from app.api.limits import BodySizeLimit
+from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
-from app.providers import close_selector
+from app.observability.logs import configure_logging
+from app.observability.metrics import process_exited
 from app.runs.services import Services
-from app.settings import Settings
+from app.settings import Settings, load_settings
+from app.storage.schema import migrate_to_head
 
 DESCRIPTION = """Parley keeps LLM conversations and runs them over HTTP and Server-Sent Events.
 
@@ -30,16 +37,37 @@ to yourself: each token sees only its own.
 """
 
 
+log = logging.getLogger(__name__)
+
+
+async def _drain_on_exit_signal(services: Services) -> None:
+    """On SIGTERM, drain the runs while their streams are still open: uvicorn ends the
+    lifespan only once every stream has ended. (sse-starlette sees the signal first.)"""
+    # A flag set by a signal handler: there is nothing to await.
+    while not AppStatus.should_exit:  # noqa: ASYNC110
+        await asyncio.sleep(0.1)
+    log.info("shutting down: draining %d runs", len(services.manager.all()))
+    await services.drain()
+
+
 def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the application from ``settings`` (default: read from the environment)."""
-    settings = settings or Settings()
+    settings = settings or load_settings()
+    configure_logging(settings.log_format, settings.log_level)
     services = Services.from_settings(settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        yield
-        await close_selector(services.configs.selector)
-        await services.database.dispose()
+        if settings.migrate_on_start:
+            await migrate_to_head(settings.database_url)
+        await services.start()
+        watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
+        try:
+            yield
+        finally:
+            watcher.cancel()
+            await services.stop()
+            process_exited()
 
     # Swagger UI and ReDoc with their assets served by Parley itself: /docs works offline.
     app = FastAPIOffline(
@@ -52,14 +80,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = services
     install_problem_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
+    app.include_router(history.router)
     app.include_router(streams.router)
+    app.include_router(operations.router)
     app.include_router(providers.router)
     install_browser_support(app, settings)
-
-    @app.get("/healthz", tags=["operations"])
-    async def healthz() -> dict[str, str]:
-        """Liveness: answers while the process serves requests."""
-        return {"status": "ok"}
-
     return app

@@ -1,17 +1,34 @@
 """Server settings from the environment (prefix ``PARLEY_``), passed to ``create_app``.
 
 Imports pydantic-settings only. Provider credentials are settings, never request data.
+``load_settings`` is how a process reads them: a bad value ends it with status 2 and one line
+naming the variable. docs/settings.md and .env.example are generated from this class
+(``make settings-doc``), so each field's ``description`` is its documentation.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Literal
+import sys
+from typing import Any, Literal, NoReturn, Self
 
-from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic import (
+    AliasChoices,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
+CONFIG_ERROR_EXIT = 2
+_DRIVERS = {
+    "sqlite+aiosqlite": "sqlite+aiosqlite",
+    "postgresql+asyncpg": "postgresql+asyncpg",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+}
 
 
 def _sdk_env(name: str) -> AliasChoices:
@@ -24,8 +41,14 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="PARLEY_", extra="ignore")
 
-    database_url: str = Field(DEFAULT_DATABASE_URL, description="SQLAlchemy async URL.")
-    offline_delay_ms: float = Field(0, ge=0, description="Offline adapter delay per word.")
+    database_url: str = Field(
+        DEFAULT_DATABASE_URL,
+        description="SQLAlchemy URL: `sqlite+aiosqlite:///path` or "
+        "`postgresql+asyncpg://user:pass@host/db` (`postgresql://` means the same).",
+    )
+    offline_delay_ms: float = Field(
+        0, ge=0, description="Milliseconds the offline model waits before each word."
+    )
     default_provider: str | None = Field(
         None, description="Provider for conversations that name none (default: first available)."
     )
@@ -41,15 +64,84 @@ class Settings(BaseSettings):
         description="Comma-separated origins (`https://app.example.com`) whose pages may call "
         "Parley from a browser; empty: only Parley's own. Any other `Origin` gets 403.",
     )
-    max_body_bytes: int = Field(1_048_576, ge=1024, description="Largest request body.")
+    max_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest request body in bytes (413 beyond)."
+    )
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")
     max_import_messages: int = Field(10_000, ge=1, description="Most messages in one import.")
     page_size: int = Field(20, ge=1, description="Conversations per page by default.")
     max_page_size: int = Field(100, ge=1, description="Most conversations per page.")
-    run_lease_seconds: float = Field(15, gt=0, description="A run's lease; renewed at a third.")
-    sse_ping_seconds: float = Field(15, ge=0, description="Keep-alive ping interval (0: none).")
-    tool_timeout_seconds: float = Field(30, gt=0, description="Longest a server tool may run.")
+    run_lease_seconds: float = Field(
+        6,
+        gt=0,
+        description="A run's hold on its conversation, renewed at a third; when its process "
+        "dies, the conversation is free again after at most this long.",
+    )
+    event_flush_seconds: float = Field(
+        0.1,
+        gt=0,
+        le=1,
+        description="Longest a run's event waits before the process's writer stores it (one "
+        "transaction per flush for all runs); finished messages are stored at once.",
+    )
+    run_event_log: bool = Field(
+        True,
+        description="Store every event of a run (resume from any process, text kept after a "
+        "crash). Off, only messages and endings are stored: for measuring the log's cost.",
+    )
+    cancel_poll_seconds: float = Field(
+        0.25,
+        gt=0,
+        le=1,
+        description="How often a process looks for cancels of its runs asked elsewhere "
+        "(PostgreSQL also tells it at once through NOTIFY).",
+    )
+    follow_poll_seconds: float = Field(
+        0.25,
+        gt=0,
+        le=5,
+        description="How often a reader of a run on another process looks for new events "
+        "(PostgreSQL also tells it at once through NOTIFY).",
+    )
+    run_event_retention_seconds: float = Field(
+        86_400,
+        gt=0,
+        description="How long the events of a finished run are kept for resuming; its messages "
+        "stay for good.",
+    )
+    prune_interval_seconds: float = Field(600, gt=0, description="How often old events are pruned.")
+    sse_ping_seconds: float = Field(
+        15, ge=0, description="Seconds between keep-alive comments on a stream (0: none)."
+    )
+    sse_send_timeout_seconds: float = Field(
+        30,
+        gt=0,
+        description="A client that reads nothing for this long counts as disconnected.",
+    )
+    shutdown_drain_seconds: float = Field(
+        5,
+        gt=0,
+        description="On SIGTERM, how long open runs get to store their partial replies and "
+        "send `done` (keep uvicorn's --timeout-graceful-shutdown above it).",
+    )
+    tool_timeout_seconds: float = Field(30, gt=0, description="Seconds a server-side tool may run.")
+
+    # --- operating it (docs/deploy.md) ---
+    log_format: Literal["text", "json"] = Field(
+        "text",
+        description="`json`: one JSON object a line (time, level, logger, message, request_id, "
+        "conversation_id, run_id); `text`: one readable line.",
+    )
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO",
+        description="Least severe level logged, uvicorn's lines included (its access log is INFO).",
+    )
+    migrate_on_start: bool = Field(
+        False,
+        description="Migrate the database to the latest schema before serving (under a "
+        "PostgreSQL advisory lock, so replicas may start together).",
+    )
 
     # --- model providers (app/providers; docs/providers.md) ---
     # Keys and base URLs also answer to the SDKs' own unprefixed variables; a PARLEY_ one wins.
@@ -83,7 +175,9 @@ class Settings(BaseSettings):
     anthropic_max_tokens: int = Field(
         4096, ge=1, description="Anthropic max_tokens when a conversation sets no limit."
     )
-    provider_connect_timeout_seconds: float = Field(10, gt=0, description="Connect timeout.")
+    provider_connect_timeout_seconds: float = Field(
+        10, gt=0, description="Seconds to connect to a provider."
+    )
     provider_read_timeout_seconds: float = Field(
         120, gt=0, description="Longest wait for the next bytes of a model's reply."
     )
@@ -96,6 +190,29 @@ class Settings(BaseSettings):
     provider_retry_backoff_seconds: float = Field(
         0.5, ge=0, description="First retry's wait when the provider names none; doubles after."
     )
+
+    @field_validator("database_url", mode="after")
+    @classmethod
+    def _known_driver(cls, value: str) -> str:
+        scheme, sep, rest = value.strip().partition("://")
+        if not sep or scheme.lower() not in _DRIVERS:
+            raise ValueError(
+                "must start with sqlite+aiosqlite:// or postgresql+asyncpg:// "
+                f"(got {scheme + sep if sep else 'no scheme'!r})"
+            )
+        return f"{_DRIVERS[scheme.lower()]}://{rest}"
+
+    @model_validator(mode="after")
+    def _default_provider_available(self) -> Self:
+        keys = {"openai": self.openai_api_key, "anthropic": self.anthropic_api_key}
+        name = self.default_provider
+        if name is None or name == "offline" or (name in keys and keys[name] is not None):
+            return self
+        if name in keys:
+            raise ValueError(
+                f"default_provider: {name!r} is not available without {name.upper()}_API_KEY"
+            )
+        raise ValueError(f"default_provider: {name!r} is not one of offline, openai, anthropic")
 
     @field_validator("openai_api_key", "anthropic_api_key", mode="after")
     @classmethod
@@ -115,10 +232,41 @@ class Settings(BaseSettings):
         """The allowed origins of ``cors_origins``, without blanks or trailing slashes."""
         return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
-    def sqlite_path(self) -> Path | None:
-        """The SQLite file the database URL points at, if it is one."""
-        prefix = "sqlite+aiosqlite:///"
-        if not self.database_url.startswith(prefix):
-            return None
-        rest = self.database_url[len(prefix) :].split("?", 1)[0]
-        return None if rest in ("", ":memory:") else Path(rest)
+
+def env_names(name: str) -> list[str]:
+    """The environment variables that set field ``name``, the preferred one first."""
+    alias = Settings.model_fields[name].validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(c) for c in alias.choices if str(c).isupper()]
+    return [f"PARLEY_{name.upper()}"]
+
+
+def describe_errors(error: ValidationError) -> str:
+    """The errors as one line, each naming its variable; never the value (it may be a key)."""
+    parts = []
+    for item in error.errors(include_input=False, include_url=False):
+        loc = item.get("loc") or ()
+        field = str(loc[0]) if loc else ""
+        message = str(item.get("msg", "invalid")).removeprefix("Value error, ")
+        if not field and ":" in message:  # a model-level check names its field first
+            field, _, message = message.partition(":")
+        field = field.lower()
+        if field.startswith("parley_"):
+            field = field.removeprefix("parley_")
+        name = " or ".join(env_names(field)) if field in Settings.model_fields else field.upper()
+        parts.append(f"{name}: {message.strip()}")
+    return "; ".join(parts)
+
+
+def load_settings(**overrides: Any) -> Settings:
+    """The settings from the environment; a bad value exits with status 2 and one line."""
+    try:
+        return Settings(**overrides)
+    except ValidationError as exc:
+        config_error_exit(describe_errors(exc))
+
+
+def config_error_exit(problem: str) -> NoReturn:
+    """End the process: ``parley: configuration error: <problem>`` on stderr, status 2."""
+    print(f"parley: configuration error: {problem}", file=sys.stderr, flush=True)
+    raise SystemExit(CONFIG_ERROR_EXIT)

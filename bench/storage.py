@@ -1,4 +1,5 @@
-"""Storage benchmark: appending at 10, 1,000 and 100,000 messages, loading 10,000, per backend.
+"""Storage benchmark: appending at 10, 1,000 and 100,000 messages, loading 10,000 and reading the
+last page of 100 of those 10,000 (``GET …/messages?after=&limit=``), per backend.
 
 Run by hand: ``.venv/bin/python bench/storage.py`` (PostgreSQL too when it answers). Imports
 app.storage, app.domain, alembic and asyncpg. Big conversations are seeded with bulk inserts.
@@ -31,6 +32,7 @@ from app.storage.tables import CONVERSATIONS, MESSAGES
 
 APPEND_SIZES = (10, 1_000, 100_000)
 LOAD_SIZE = 10_000
+PAGE = 100
 CHUNK = 5_000
 TEXT = "The quick brown fox jumps over the lazy dog. " * 4
 
@@ -42,7 +44,7 @@ def message(n: int) -> TextMessage:
 async def seed(database: Database, size: int) -> str:
     """A conversation of ``size`` messages, inserted in bulk rather than one by one."""
     async with database.transaction() as session:
-        record = await ConversationRepository(session).create("bench", MessageList(), {}, {})
+        record = await ConversationRepository(session, owner="bench").create(MessageList(), {}, {})
     for start in range(0, size, CHUNK):
         batch = [message(n) for n in range(start, min(size, start + CHUNK))]
         async with database.transaction() as session:
@@ -67,16 +69,23 @@ async def measure(database: Database, repeats: int) -> dict[str, float]:
 
     async def append(conversation_id: str) -> None:
         async with database.transaction() as session:
-            repository = ConversationRepository(session)
+            repository = ConversationRepository(session, owner="bench")
             await repository.append_messages(conversation_id, [message(-1)])
 
     async def load() -> None:
         async with database.session(readonly=True) as session:
-            messages = await ConversationRepository(session).load_messages(loaded)
+            messages = await ConversationRepository(session, owner="bench").load_messages(loaded)
             assert len(messages) == LOAD_SIZE
+
+    async def page() -> None:
+        async with database.session(readonly=True) as session:
+            repository = ConversationRepository(session, owner="bench")
+            messages, _ = await repository.load_page(loaded, LOAD_SIZE - PAGE, PAGE)
+            assert len(messages) == PAGE
 
     samples: dict[str, list[float]] = {f"append@{size}": [] for size in APPEND_SIZES}
     samples[f"load {LOAD_SIZE}"] = []
+    samples[f"page {PAGE}"] = []
     order = list(conversations.items())
     for round_ in range(repeats + 3):
         order = order[1:] + order[:1]  # each size takes each place in the round in turn
@@ -88,6 +97,9 @@ async def measure(database: Database, repeats: int) -> dict[str, float]:
             elapsed = await timed(load)
             if round_ >= 3:
                 samples[f"load {LOAD_SIZE}"].append(elapsed)
+            elapsed = await timed(page)
+            if round_ >= 3:
+                samples[f"page {PAGE}"].append(elapsed)
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
@@ -130,14 +142,15 @@ async def bench_postgres(server_url: str, repeats: int) -> dict[str, float] | st
 
 
 def report(results: dict[str, dict[str, float] | str]) -> None:
-    columns = [f"append@{size:,}" for size in APPEND_SIZES] + [f"load {LOAD_SIZE:,}", "ratio"]
+    columns = [f"append@{size:,}" for size in APPEND_SIZES]
+    columns += [f"load {LOAD_SIZE:,}", f"page {PAGE}", "ratio"]
     print(f"{'backend':<10}" + "".join(f"{c:>16}" for c in columns))
     for backend, figures in results.items():
         if isinstance(figures, str):
             print(f"{backend:<10}  {figures}")
             continue
         values = [figures[f"append@{size}"] for size in APPEND_SIZES]
-        values.append(figures[f"load {LOAD_SIZE}"])
+        values += [figures[f"load {LOAD_SIZE}"], figures[f"page {PAGE}"]]
         cells = "".join(f"{v * 1000:>13.2f} ms" for v in values)
         ratio = figures[f"append@{APPEND_SIZES[-1]}"] / figures[f"append@{APPEND_SIZES[0]}"]
         verdict = "ok" if ratio <= 1.5 else "over the 1.5 target"

@@ -1,7 +1,10 @@
 """Alembic environment (async): migrates PARLEY_DATABASE_URL, or the URL the caller passes.
 
 Imports alembic, SQLAlchemy, app.settings and app.storage. The URL comes from, in order:
-``config.attributes["database_url"]``, ``-x database_url=...``, then ``Settings().database_url``.
+``config.attributes["database_url"]``, ``-x database_url=...``, then ``PARLEY_DATABASE_URL`` (a bad
+setting exits with status 2 and one line). On PostgreSQL a migration holds a transaction-level
+advisory lock: processes migrating at once (replicas starting together) run one after another,
+and each later one finds the schema already at the head.
 """
 
 from __future__ import annotations
@@ -13,10 +16,12 @@ from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-from app.settings import Settings
+from app.settings import load_settings
 from app.storage.database import Database
+from app.storage.schema import MIGRATION_LOCK_KEY
 from app.storage.tables import Base, UTCDateTime
 
 config = context.config
@@ -31,7 +36,7 @@ def database_url() -> str:
     passed = config.attributes.get("database_url")
     if passed is None:
         passed = context.get_x_argument(as_dictionary=True).get("database_url")
-    return str(passed) if passed else Settings().database_url
+    return str(passed) if passed else load_settings().database_url
 
 
 def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:
@@ -62,6 +67,11 @@ def run_migrations_offline() -> None:
 def do_run_migrations(connection: Connection) -> None:
     configure(connection=connection)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Held until this transaction ends; Alembic reads the current revision after it.
+            connection.execute(
+                text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY}
+            )
         context.run_migrations()
 
 

@@ -1,4 +1,4 @@
-"""Routes for conversations: create/load, list, read, delta bundles, export, context, clear.
+"""Routes for conversations: create/load, list, read, delta bundles, clear, delete.
 
 May import FastAPI, schemas, deps and the runs layer. Each route parses, calls one use case,
 and maps the result.
@@ -6,23 +6,14 @@ and maps the result.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import convert
 from app.api.deps import ConversationsDep, IfMatchDep, ServicesDep
-from app.api.schemas import (
-    ContextMessage,
-    ContextOut,
-    ConversationCreate,
-    ConversationOut,
-    ConversationPage,
-    DeltaBundle,
-    MessageListDocument,
-)
-from app.domain import MessageList, to_anthropic_format, to_openai_format
+from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
 
@@ -91,52 +82,6 @@ async def post_delta(
     view = await conversations.apply_delta(conversation_id, delta, expected_version)
     out = convert.conversation_out(view)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
-
-
-@router.get(
-    "/{conversation_id}/messages",
-    response_model=MessageListDocument,
-    responses={200: {"description": "The serialized MessageList, or a provider's shape."}},
-)
-async def get_messages(
-    conversation_id: IdPath,
-    conversations: ConversationsDep,
-    format: Annotated[
-        Literal["parley", "openai", "anthropic"],
-        Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
-    ] = "parley",
-) -> Any:
-    """The conversation's messages: the serialized document ("save") that `POST
-    /conversations` loads back, or `?format=openai` / `?format=anthropic`."""
-    messages = list(await conversations.messages(conversation_id))
-    if format == "openai":
-        return JSONResponse({"messages": to_openai_format(messages)})
-    if format == "anthropic":
-        return JSONResponse(to_anthropic_format(messages))
-    return JSONResponse(MessageList(messages).to_dict())
-
-
-@router.get("/{conversation_id}/context", response_model=ContextOut)
-async def get_context(
-    conversation_id: IdPath,
-    conversations: ConversationsDep,
-    max_tokens: Annotated[
-        int | None, Query(ge=1, description="Token budget (default: the config's).")
-    ] = None,
-) -> ContextOut:
-    """The messages a run would send within `max_tokens`: the system prompt always, then the
-    most recent messages that fit, with token counts."""
-    window, exact, budget = await conversations.context(conversation_id, max_tokens)
-    return ContextOut(
-        max_tokens=budget,
-        total_tokens=window.total_tokens,
-        exact=exact,
-        dropped=window.dropped,
-        messages=[
-            ContextMessage(index=i, tokens=t, message=m.to_serializable_dict())
-            for i, t, m in zip(window.indices, window.token_counts, window.messages, strict=True)
-        ],
-    )
 
 
 @router.post("/{conversation_id}/clear", response_model=ConversationOut)

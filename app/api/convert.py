@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.schemas import ConfigPatch, ConversationOut, DeltaBundle, MessageIn
+from app.api.schemas import ConfigPatch, ConversationOut, DeltaBundle, MessageIn, RunOut, UsageOut
 from app.domain import AgentMessage, Message, Role, TextMessage, ToolResult
 from app.runs.conversations import ConversationView, Delta
 from app.runs.errors import InvalidInput
 from app.settings import Settings
+from app.storage import RunRecord
 
 
 def config_patch(patch: ConfigPatch | None) -> dict[str, Any]:
@@ -97,3 +98,17 @@ def conversation_out(view: ConversationView) -> ConversationOut:
 
 def etag(version: int) -> dict[str, str]:
     return {"ETag": f'"{version}"'}
+
+
+def run_out(run: RunRecord) -> RunOut:
+    return RunOut(
+        id=run.id,
+        conversation_id=run.conversation_id,
+        status=run.status,
+        on_disconnect=run.on_disconnect,
+        cancel_requested=run.cancel_requested,
+        error_code=run.error_code,
+        usage=UsageOut(**run.usage) if run.usage is not None else None,
+        created_at=run.created_at,
+        finished_at=run.finished_at,
+    )

@@ -13,6 +13,9 @@ from fastapi import Depends, Header, Request
 
 from app.api.problems import BadRequest, Unauthorized
 from app.runs.conversations import ConversationService
+from app.runs.events import ErrorCode
+from app.runs.follow import RunReader
+from app.runs.history import HistoryService
 from app.runs.runner import RunService
 from app.runs.services import Services
 
@@ -57,8 +60,18 @@ def get_runs(services: ServicesDep, owner: OwnerDep) -> RunService:
     return RunService(services, owner)
 
 
+def get_reader(services: ServicesDep, owner: OwnerDep) -> RunReader:
+    return RunReader(services, owner)
+
+
+def get_history(services: ServicesDep, owner: OwnerDep) -> HistoryService:
+    return HistoryService(services, owner)
+
+
 ConversationsDep = Annotated[ConversationService, Depends(get_conversations)]
+HistoryDep = Annotated[HistoryService, Depends(get_history)]
 RunsDep = Annotated[RunService, Depends(get_runs)]
+ReaderDep = Annotated[RunReader, Depends(get_reader)]
 
 
 def get_if_match(
@@ -73,7 +86,8 @@ def get_if_match(
     raw = if_match.strip().removeprefix("W/").strip('"')
     if not (raw.isascii() and raw.isdigit()):
         raise BadRequest(
-            f'If-Match must be a version ETag such as "3", not {if_match!r}', slug="bad-if-match"
+            f'If-Match must be a version ETag such as "3", not {if_match!r}',
+            slug=ErrorCode.BAD_IF_MATCH,
         )
     return int(raw)
 

@@ -1,23 +1,27 @@
 """Errors as ``application/problem+json`` (RFC 9457), raised anywhere, written in one place.
 
 May import FastAPI/Starlette, the domain, storage and runs errors. Every problem has a stable
-``type`` (``/problems/<slug>``), a ``title``, the HTTP ``status`` and a human ``detail``;
-some carry extensions (``errors``, ``run_id``, ``pending_tool_call_ids``, ``available``…).
+``code`` (one of app/runs/events.py's ``ErrorCode``, the same spelling an ``error`` event uses
+for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP ``status`` and a human
+``detail``; some carry extensions (``errors``, ``run_id``, ``pending_tool_call_ids``…).
 
     ApiProblem
-     ├── BadRequest (400)            malformed JSON, bad cursor, bad If-Match
+     ├── BadRequest (400)            malformed JSON, bad cursor, If-Match or Last-Event-ID
      ├── Unauthorized (401)          a key is required and missing or unknown
      ├── Forbidden (403)             a browser request from an origin not allowed
      ├── NotFound (404)              unknown id, or one the caller may not see
      ├── Conflict (409)              a run holds it; tool calls pending; nothing to cancel
+     ├── Gone (410)                  a finished run's events were pruned
      ├── PreconditionFailed (412)    stale If-Match
      ├── PayloadTooLarge (413)       body over the size limit
-     └── Unprocessable (422)         validation: each bad field located in ``errors``
+     ├── Unprocessable (422)         validation: each bad field located in ``errors``
+ └── Unavailable (503)           shutting down (``Retry-After``); not ready (database, schema)
+
+A problem's ``instance`` is the request's id (the ``X-Request-ID`` response header).
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -27,17 +31,25 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
 from app.domain import ConversationError
+from app.observability.logs import current_request_id
 from app.runs.errors import (
+    BadEventId,
+    EventsExpired,
     InvalidInput,
     NoActiveRun,
     NothingToAnswer,
     PendingToolCalls,
     RunsError,
+    ShuttingDown,
 )
+from app.runs.events import ErrorCode
 from app.storage import (
     ConversationNotFound,
+    DuplicateToolCall,
     InvalidCursor,
     LeaseHeld,
+    LeaseLost,
+    RunNotFound,
     StorageConflict,
     StorageError,
     StoredDataError,
@@ -46,39 +58,49 @@ from app.storage import (
 )
 
 PROBLEM_JSON = "application/problem+json"
-log = logging.getLogger(__name__)
 
 
 class ApiProblem(Exception):
-    """An error with its HTTP status, stable type slug and title."""
+    """An error with its HTTP status, stable code and title."""
 
     status = 500
-    slug = "internal-error"
+    slug: str = ErrorCode.INTERNAL
     title = "Internal server error"
 
-    def __init__(self, detail: str, *, slug: str | None = None, **extensions: Any) -> None:
+    def __init__(
+        self,
+        detail: str,
+        *,
+        slug: str | None = None,
+        headers: dict[str, str] | None = None,
+        **extensions: Any,
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         if slug is not None:
             self.slug = slug
+        self.headers = headers or {}
         self.extensions = extensions
 
     def body(self) -> dict[str, Any]:
+        request_id = current_request_id()
         return {
             "type": f"/problems/{self.slug}",
             "title": self.title,
             "status": self.status,
             "detail": self.detail,
+            "code": str(self.slug),
+            **({"instance": request_id} if request_id else {}),
             **jsonable_encoder(self.extensions),
         }
 
 
 class BadRequest(ApiProblem):
-    status, slug, title = 400, "bad-request", "Bad request"
+    status, slug, title = 400, ErrorCode.BAD_REQUEST, "Bad request"
 
 
 class Unauthorized(ApiProblem):
-    status, slug, title = 401, "unauthorized", "Unauthorized"
+    status, slug, title = 401, ErrorCode.UNAUTHORIZED, "Unauthorized"
 
 
 class Forbidden(ApiProblem):
@@ -86,23 +108,31 @@ class Forbidden(ApiProblem):
 
 
 class NotFound(ApiProblem):
-    status, slug, title = 404, "not-found", "Not found"
+    status, slug, title = 404, ErrorCode.NOT_FOUND, "Not found"
 
 
 class Conflict(ApiProblem):
-    status, slug, title = 409, "conflict", "Conflict"
+    status, slug, title = 409, ErrorCode.CONFLICT, "Conflict"
+
+
+class Gone(ApiProblem):
+    status, slug, title = 410, ErrorCode.RUN_EVENTS_EXPIRED, "Gone"
 
 
 class PreconditionFailed(ApiProblem):
-    status, slug, title = 412, "version-mismatch", "Precondition failed"
+    status, slug, title = 412, ErrorCode.VERSION_MISMATCH, "Precondition failed"
 
 
 class PayloadTooLarge(ApiProblem):
-    status, slug, title = 413, "payload-too-large", "Payload too large"
+    status, slug, title = 413, ErrorCode.PAYLOAD_TOO_LARGE, "Payload too large"
 
 
 class Unprocessable(ApiProblem):
-    status, slug, title = 422, "validation-error", "Unprocessable content"
+    status, slug, title = 422, ErrorCode.VALIDATION_ERROR, "Unprocessable content"
+
+
+class Unavailable(ApiProblem):
+    status, slug, title = 503, ErrorCode.SHUTTING_DOWN, "Service unavailable"
 
 
 def problem_response(problem: ApiProblem, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -112,7 +142,7 @@ def problem_response(problem: ApiProblem, headers: dict[str, str] | None = None)
         problem.body(),
         status_code=problem.status,
         media_type=PROBLEM_JSON,
-        headers={**extra, **(headers or {})},
+        headers={**extra, **problem.headers, **(headers or {})},
     )
 
 
@@ -121,7 +151,9 @@ def validation_problem(errors: list[dict[str, Any]]) -> ApiProblem:
     if any(e.get("type") == "json_invalid" for e in errors):
         first = next(e for e in errors if e.get("type") == "json_invalid")
         reason = first.get("ctx", {}).get("error", "invalid JSON")
-        return BadRequest(f"the request body is not valid JSON: {reason}", slug="malformed-json")
+        return BadRequest(
+            f"the request body is not valid JSON: {reason}", slug=ErrorCode.MALFORMED_JSON
+        )
     located = [
         {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type", "")}
         for e in errors
@@ -145,30 +177,50 @@ def problem_for(exc: Exception) -> ApiProblem:
     """The problem a storage, use-case or domain error stands for."""
     match exc:
         case ConversationNotFound():
-            return NotFound(f"no conversation {exc.conversation_id!r}", slug=exc.code)
+            return NotFound(
+                f"no conversation {exc.conversation_id!r}", slug=ErrorCode.CONVERSATION_NOT_FOUND
+            )
+        case RunNotFound():
+            return NotFound(f"no run {exc.run_id!r} here", slug=ErrorCode.RUN_NOT_FOUND)
         case InvalidCursor():
-            return BadRequest("the cursor is not one this service issued", slug=exc.code)
+            return BadRequest(
+                "the cursor is not one this service issued", slug=ErrorCode.INVALID_CURSOR
+            )
         case VersionConflict():
             return PreconditionFailed(str(exc), current_version=exc.current_version)
         case LeaseHeld():
-            return Conflict(str(exc), slug=exc.code, run_id=exc.run_id)
+            return Conflict(str(exc), slug=ErrorCode.CONVERSATION_RUNNING, run_id=exc.run_id)
+        case LeaseLost():
+            return Conflict(str(exc), slug=ErrorCode.LEASE_LOST, run_id=exc.run_id)
         case ToolCallNotPending():
-            return Conflict(str(exc), slug=exc.code, tool_call_id=exc.tool_call_id)
+            return Conflict(
+                str(exc), slug=ErrorCode.TOOL_CALL_NOT_PENDING, tool_call_id=exc.tool_call_id
+            )
+        case DuplicateToolCall():
+            return Conflict(str(exc), slug=ErrorCode.DUPLICATE_TOOL_CALL)
         case StorageConflict():
-            return Conflict(str(exc), slug=exc.code)
+            return Conflict(str(exc))
         case StoredDataError():
-            return ApiProblem(str(exc), slug=exc.code, index=exc.index)
+            return ApiProblem(str(exc), slug=ErrorCode.STORED_DATA_ERROR, index=exc.index)
         case InvalidInput():
             errors = [{"loc": exc.loc, "msg": exc.detail, "type": "value_error"}]
             return Unprocessable(exc.detail, errors=errors, **exc.extra)
         case PendingToolCalls():
-            return Conflict(str(exc), slug="tool-results-required", pending_tool_call_ids=exc.ids)
+            return Conflict(
+                str(exc), slug=ErrorCode.TOOL_RESULTS_REQUIRED, pending_tool_call_ids=exc.ids
+            )
         case NoActiveRun():
-            return Conflict(str(exc), slug="no-active-run")
+            return Conflict(str(exc), slug=ErrorCode.NO_ACTIVE_RUN)
         case NothingToAnswer():
-            return Conflict(str(exc), slug="nothing-to-answer")
+            return Conflict(str(exc), slug=ErrorCode.NOTHING_TO_ANSWER)
+        case BadEventId():
+            return BadRequest(str(exc), slug=ErrorCode.BAD_LAST_EVENT_ID)
+        case EventsExpired():
+            return Gone(str(exc), run_id=exc.run_id)
+        case ShuttingDown():
+            return Unavailable(str(exc), headers={"Retry-After": str(exc.retry_after)})
         case ConversationError():
-            return Unprocessable(str(exc), slug="invalid-conversation")
+            return Unprocessable(str(exc), slug=ErrorCode.INVALID_CONVERSATION)
     return ApiProblem("an unexpected error occurred; it has been logged")
 
 
@@ -187,15 +239,12 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         cls = _STATUS_PROBLEMS.get(exc.status_code)
         if cls is None:
-            problem = ApiProblem(str(exc.detail), slug=f"http-{exc.status_code}")
+            slug = ErrorCode.METHOD_NOT_ALLOWED if exc.status_code == 405 else ErrorCode.BAD_REQUEST
+            problem = ApiProblem(str(exc.detail), slug=slug)
             problem.status, problem.title = exc.status_code, str(exc.detail)
         else:
             problem = cls(str(exc.detail))
         return problem_response(problem, dict(exc.headers or {}))
-
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
-        return problem_response(ApiProblem("an unexpected error occurred; it has been logged"))
 
     async def on_known(_: Request, exc: Exception) -> JSONResponse:
         return problem_response(problem_for(exc))
@@ -205,4 +254,9 @@ def install_problem_handlers(app: FastAPI) -> None:
         app.add_exception_handler(known, on_known)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    app.add_exception_handler(Exception, on_unexpected)
+    # Anything else: ``app.api.observe.RequestObservability`` logs it and answers 500.
+
+
+def unexpected_problem() -> JSONResponse:
+    """The 500 for an error nothing handled (logged by the caller)."""
+    return problem_response(ApiProblem("an unexpected error occurred; it has been logged"))

@@ -183,9 +183,15 @@ class ConversationPage(BaseModel):
 
 
 class ContextMessage(BaseModel):
-    """One message a run would send, with its index and token count."""
+    """One message a run would send, with its index and token count.
 
-    index: int
+    The history is repaired before it is sent (docs/format.md): a message may stand for
+    several stored ones (``indices``) and differ from what is stored (``repaired``).
+    """
+
+    index: int = Field(description="The stored index of the first message it was made from.")
+    indices: list[int] = Field(description="The stored indices of every message it was made from.")
+    repaired: bool = Field(description="True when it differs from the stored message.")
     tokens: int
     message: dict[str, Any]
 
@@ -205,3 +211,39 @@ class CancelOut(BaseModel):
 
     run_id: str
     status: Literal["cancelling"] = "cancelling"
+
+
+RunStatusOut = Literal[
+    "running", "completed", "requires_action", "aborted", "failed", "interrupted"
+]
+
+
+class UsageOut(BaseModel):
+    """Tokens the provider counted for the run (all its model replies)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class RunOut(BaseModel):
+    """One run of the model on a conversation."""
+
+    id: str
+    conversation_id: str
+    status: RunStatusOut = Field(
+        description="`running` until it ends; `interrupted` when its process stopped (shutdown, "
+        "crash) before it could finish."
+    )
+    on_disconnect: Literal["cancel", "continue"]
+    cancel_requested: bool
+    error_code: str | None = Field(None, description="The `code` of its `error` event, if any.")
+    usage: UsageOut | None = None
+    created_at: datetime
+    finished_at: datetime | None = None
+
+
+class RunPage(BaseModel):
+    """One page of a conversation's runs, newest first."""
+
+    items: list[RunOut]
+    next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page.")

@@ -1,58 +1,97 @@
-"""Routes that run the model: the SSE stream (GET runs as is, POST applies a delta first) and
-cancel. May import FastAPI, sse-starlette, schemas, deps and the runs layer.
+"""Routes that run the model and follow runs: the SSE stream (GET runs as is or resumes, POST
+applies a delta first), cancel, and the runs of a conversation. May import FastAPI,
+sse-starlette, schemas, deps and the runs layer.
 
-Events (DESIGN §4): each has a name, an ``id`` that increases within the run, and a JSON body.
-Errors before the first event are problem+json; after it, an ``error`` event, then ``done``.
+Events (DESIGN §4, app/runs/events.py): each has a name, an ``id`` ``<run id>:<seq>`` and a
+JSON body. Errors before the first event are problem+json; after it, an ``error`` event, then
+``done``. A stream only reads its run: the run goes on in its own task, so a reader that
+disconnects cancels it only when it started it with ``on_disconnect=cancel`` (the default).
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Response
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from fastapi import APIRouter, Header, Query, Response
+from sse_starlette import EventSourceResponse
+from sse_starlette.sse import SendTimeoutError
 from starlette.background import BackgroundTask
+from starlette.types import Receive, Scope, Send
 
 from app.api import convert
 from app.api.conversations import IdPath
-from app.api.deps import ConversationsDep, IfMatchDep, RunsDep, ServicesDep
-from app.api.schemas import CancelOut, DeltaBundle
-from app.runs.runner import Run, RunService
+from app.api.deps import ConversationsDep, IfMatchDep, ReaderDep, RunsDep, ServicesDep
+from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
+from app.runs.events import OnDisconnect, RunEvent
+from app.runs.live import LiveRun
+from app.runs.services import Services
 
 router = APIRouter(prefix="/conversations", tags=["runs"])
+log = logging.getLogger(__name__)
 
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "A Server-Sent Events stream: `run_started`, `content_block_start`, "
         "`content_block_delta`, `content_block_stop`, `tool_use`, `message`, `message_stop`, "
-        "`requires_action`, `error`, and `done` last.",
+        "`requires_action`, `error`, and `done` last. Each event's `id` is `<run id>:<n>`.",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     },
     409: {"description": "A run already holds the conversation, or tool results are missing."},
+    503: {"description": "The server is shutting down; retry (`Retry-After`)."},
 }
 
+OnDisconnectQuery = Annotated[
+    OnDisconnect,
+    Query(
+        description="What a dropped connection does to the run: `cancel` stops it (the text "
+        "so far is kept, marked incomplete); `continue` lets it finish without a reader — "
+        "resume it with `Last-Event-ID`, or read the stored messages."
+    ),
+]
 
-def _sse(runs: RunService, run: Run, ping: float) -> EventSourceResponse:
-    async def encoded() -> AsyncIterator[bytes]:
-        seq = 0
-        async with contextlib.aclosing(runs.events(run)) as batches:
+
+class _EventStream(EventSourceResponse):
+    """An SSE response that treats a client which stopped reading as gone, quietly."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        except* SendTimeoutError:
+            log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
+
+
+def _sse(
+    services: Services,
+    run_id: str,
+    batches: AsyncIterator[list[RunEvent]],
+    on_close: Callable[[], None] | None = None,
+) -> EventSourceResponse:
+    async def frames() -> AsyncIterator[bytes]:
+        try:
             async for batch in batches:
-                chunks = []
-                for name, payload in batch:
-                    seq += 1
-                    data = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
-                    chunks.append(ServerSentEvent(data, event=name, id=str(seq)).encode())
-                yield b"".join(chunks)
+                yield b"".join(event.frame(run_id) for event in batch)
+        finally:
+            if on_close is not None:
+                on_close()
 
-    return EventSourceResponse(
-        encoded(),
-        ping=ping,
-        background=BackgroundTask(runs.abandon, run),
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", "X-Run-Id": run.run_id},
+    settings = services.settings
+    return _EventStream(
+        frames(),
+        ping=settings.sse_ping_seconds,
+        send_timeout=settings.sse_send_timeout_seconds,
+        shutdown_grace_period=settings.shutdown_drain_seconds,
+        background=BackgroundTask(on_close) if on_close is not None else None,
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", "X-Run-Id": run_id},
     )
+
+
+def _started(services: Services, run: LiveRun) -> EventSourceResponse:
+    """The stream of a run this request started: from its first event; closing it early
+    detaches the run's starter (which cancels it unless ``on_disconnect=continue``) — and so
+    does a response whose body was never read."""
+    return _sse(services, run.run_id, run.follow(0), lambda: services.manager.detached(run))
 
 
 @router.get(
@@ -61,18 +100,32 @@ def _sse(runs: RunService, run: Run, ping: float) -> EventSourceResponse:
 async def stream_conversation(
     conversation_id: IdPath,
     runs: RunsDep,
+    reader: ReaderDep,
     services: ServicesDep,
-    last_event_id: Annotated[str | None, Header(include_in_schema=False)] = None,
+    on_disconnect: OnDisconnectQuery = "cancel",
+    last_event_id: Annotated[
+        str | None,
+        Header(
+            description="Resume: the `id` of the last event you received. The events after "
+            "it are replayed, then the run is followed live until `done` (any server)."
+        ),
+    ] = None,
+    last_event_id_query: Annotated[
+        str | None,
+        Query(alias="last_event_id", description="`Last-Event-ID`, for clients without headers."),
+    ] = None,
 ) -> Response:
-    """Run the model on the conversation as it stands and stream the reply. Closing the
-    connection aborts the run: the text so far is kept, marked incomplete.
-
-    A browser `EventSource` reconnecting (it sends `Last-Event-ID`) gets 204, which tells it
-    to stop: a run is never repeated by a reconnect; open a new stream to run again."""
-    if last_event_id is not None:
-        return Response(status_code=204)
-    run = await runs.prepare(conversation_id)
-    return _sse(runs, run, services.settings.sse_ping_seconds)
+    """Run the model on the conversation as it stands and stream the reply — or, with
+    `Last-Event-ID`, resume the stream of a run (never a new run): 204 when nothing is left.
+    Closing the connection aborts a run it started, unless `on_disconnect=continue`."""
+    resume_from = last_event_id if last_event_id is not None else last_event_id_query
+    if resume_from is not None:
+        resume = await reader.resume(conversation_id, resume_from)
+        if resume is None:
+            return Response(status_code=204)
+        return _sse(services, resume.run.id, reader.follow(resume))
+    run = await runs.start(conversation_id, on_disconnect=on_disconnect)
+    return _started(services, run)
 
 
 @router.post(
@@ -84,16 +137,38 @@ async def post_and_stream(
     runs: RunsDep,
     services: ServicesDep,
     expected_version: IfMatchDep,
+    on_disconnect: OnDisconnectQuery = "cancel",
 ) -> EventSourceResponse:
     """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
     the bundle is not applied either."""
     delta = convert.delta(body, services.settings)
-    run = await runs.prepare(conversation_id, delta, expected_version)
-    return _sse(runs, run, services.settings.sse_ping_seconds)
+    run = await runs.start(conversation_id, delta, expected_version, on_disconnect)
+    return _started(services, run)
 
 
 @router.post("/{conversation_id}/cancel", status_code=202, response_model=CancelOut)
 async def cancel_run(conversation_id: IdPath, conversations: ConversationsDep) -> CancelOut:
-    """Abort the conversation's running run, whoever started it; its stream ends with `done`
-    status `aborted`. 409 when nothing runs."""
+    """Abort the conversation's running run, whoever started it and on whichever server: it
+    stops within a second, stores its partial reply and ends with `done` status `aborted`.
+    409 when nothing runs."""
     return CancelOut(run_id=await conversations.cancel(conversation_id))
+
+
+@router.get("/{conversation_id}/runs", response_model=RunPage)
+async def list_runs(
+    conversation_id: IdPath,
+    reader: ReaderDep,
+    services: ServicesDep,
+    limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
+    cursor: Annotated[str | None, Query(description="From the previous page.")] = None,
+) -> RunPage:
+    """The conversation's runs, newest first, a page at a time."""
+    size = min(limit or services.settings.page_size, services.settings.max_page_size)
+    records, next_cursor = await reader.list(conversation_id, size, cursor)
+    return RunPage(items=[convert.run_out(r) for r in records], next_cursor=next_cursor)
+
+
+@router.get("/{conversation_id}/runs/{run_id}", response_model=RunOut)
+async def get_run(conversation_id: IdPath, run_id: str, reader: ReaderDep) -> RunOut:
+    """One run: its status, how it ended, its token usage."""
+    return convert.run_out(await reader.get(conversation_id, run_id))

@@ -30,11 +30,14 @@ from app.domain.errors import (
     MessageListDeserializationError,
     MessageListSerializationError,
     ProviderError,
+    ProviderFormatError,
     ToolRoundLimitError,
 )
 from app.domain.formats import to_anthropic_format, to_openai_format
 from app.domain.message_list import FORMAT_VERSION, MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.provider_import import from_anthropic_format, from_openai_format
+from app.domain.repair import RepairedMessage, repair_history, repair_with_sources
 from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
 from app.domain.tools import Tool, to_jsonable
 
@@ -64,6 +67,8 @@ __all__ = [
     "ModelResponse",
     "ModelSelectionStrategy",
     "ProviderError",
+    "ProviderFormatError",
+    "RepairedMessage",
     "RequestOptions",
     "Role",
     "RunEvent",
@@ -79,6 +84,10 @@ __all__ = [
     "approximate_tokens",
     "collect_response",
     "context_within",
+    "from_anthropic_format",
+    "from_openai_format",
+    "repair_history",
+    "repair_with_sources",
     "to_anthropic_format",
     "to_jsonable",
     "to_openai_format",

@@ -289,7 +289,7 @@ class LLMConversation:
         if text.strip():
             self.messages.append(TextMessage(text, Role.ASSISTANT, incomplete=True))
 
-    def _reply_began(self) -> None:
+    def reply_began(self) -> None:
         """Called by the run as a model reply begins: it answers every change made so far."""
         self._replied_to = self._changes
 

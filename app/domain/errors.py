@@ -2,6 +2,7 @@
 
 ConversationError
  ├── MessageListDeserializationError   bad serialized data (names index and field)
+ │    └── ProviderFormatError           a bad provider-format document (``loc`` names it)
  ├── MessageListSerializationError     a message that cannot be serialized (names it)
  ├── DeltaApplicationError              a delta that cannot be applied (nothing applied)
  ├── ConversationConfigurationError     a config or conversation that cannot run
@@ -20,6 +21,16 @@ class ConversationError(Exception):
 
 class MessageListDeserializationError(ConversationError, ValueError):
     """Serialized MessageList data is invalid; the message says where."""
+
+
+class ProviderFormatError(MessageListDeserializationError):
+    """An OpenAI or Anthropic document that cannot be imported; ``loc`` names the bad item."""
+
+    def __init__(self, loc: tuple[str | int, ...], problem: str) -> None:
+        self.loc = loc
+        self.problem = problem
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
+        super().__init__(f"{where}: {problem}")
 
 
 class MessageListSerializationError(ConversationError, ValueError):

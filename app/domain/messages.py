@@ -86,30 +86,46 @@ class ToolCallMessage(Message):
     ``message`` is the assistant text that came with the call; when one reply makes several
     calls, the text rides on the first and the others carry "". ``pending`` marks a call to a
     client tool whose result the client has not posted yet; a pending call has neither result
-    nor error. ``result`` is always a JSON value.
+    nor error. ``result`` is always a JSON value. ``error`` is a text or, as seed 001's
+    ``_execute_tool_call`` returns it, the exception the tool raised: it serializes as the
+    exception's message text and loads back as that text (``error_text``).
     """
 
     tool_name: str
     tool_call_id: str
     arguments: dict[str, Any] = field(default_factory=dict)
     result: Any = None
-    error: str | None = None
+    error: str | BaseException | None = None
     message: str = ""
     pending: bool = False
     type: ClassVar[str] = "ToolCallMessage"
+
+    def __post_init__(self) -> None:
+        if self.error is not None and not isinstance(self.error, str | BaseException):
+            raise TypeError(
+                "ToolCallMessage.error must be a str, an exception or None, "
+                f"not {type(self.error).__name__}"
+            )
+
+    @property
+    def error_text(self) -> str | None:
+        """The error as text: an exception's message (its class name when it has none)."""
+        return error_text(self.error)
 
     @property
     def role(self) -> Role:
         return Role.ASSISTANT
 
-    def completed(self, result: Any = None, error: str | None = None) -> ToolCallMessage:
+    def completed(
+        self, result: Any = None, error: str | BaseException | None = None
+    ) -> ToolCallMessage:
         """This call with its outcome filled in and no longer pending."""
         return replace(self, result=result, error=error, pending=False)
 
     def result_text(self) -> str:
         """The outcome as the text a model reads: the error, or the result as JSON."""
         if self.error is not None:
-            return f"Error: {self.error}"
+            return f"Error: {self.error_text}"
         if isinstance(self.result, str):
             return self.result
         return json.dumps(self.result, ensure_ascii=False)
@@ -122,12 +138,19 @@ class ToolCallMessage(Message):
             "tool_call_id": self.tool_call_id,
             "arguments": self.arguments,
             "result": self.result,
-            "error": self.error,
+            "error": self.error_text,
             "role": Role.ASSISTANT.value,
         }
         if self.pending:
             data["pending"] = True
         return data
+
+
+def error_text(error: str | BaseException | None) -> str | None:
+    """An error as the text that is stored and sent: a str as is, an exception's message."""
+    if error is None or isinstance(error, str):
+        return error
+    return str(error) or type(error).__name__
 
 
 def _check_text(message: TextMessage | AgentMessage) -> None:

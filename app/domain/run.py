@@ -1,7 +1,8 @@
 """The run loop of LLMConversation: model rounds, tool rounds, and the events they yield.
 
 Imports only the standard library and the domain. A run alternates model rounds (the adapter's
-StreamChunks, passed on as they arrive) and tool rounds (server tools executed, client tools
+StreamChunks, passed on as they arrive; the history is repaired before every request, see
+``app.domain.repair``) and tool rounds (server tools executed, client tools
 stored as pending) until the model answers with text or a client tool call is pending.
 """
 
@@ -11,7 +12,7 @@ import dataclasses
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from app.domain.adapter import (
     ContentBlockDelta,
@@ -21,12 +22,29 @@ from app.domain.adapter import (
     StreamChunk,
     ToolUse,
 )
+from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
 from app.domain.errors import ContextWindowError, ProviderError, ToolRoundLimitError
+from app.domain.message_list import MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.repair import repair_history
 
-if TYPE_CHECKING:
-    from app.domain.conversation import LLMConversation
+
+class RunHost(Protocol):
+    """What the run loop needs of the conversation it runs; ``LLMConversation`` is one.
+
+    The loop knows this protocol, not the conversation class, so imports point one way:
+    conversation → run.
+    """
+
+    @property
+    def messages(self) -> MessageList: ...
+
+    @property
+    def config(self) -> ConversationConfig: ...
+
+    def reply_began(self) -> None:
+        """A model reply begins: it answers every change made so far."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +83,7 @@ class Run:
     """The run was cut short; it ends at its next step without touching the conversation."""
 
 
-async def run_rounds(conversation: LLMConversation, run: Run) -> AsyncGenerator[RunEvent, None]:
+async def run_rounds(conversation: RunHost, run: Run) -> AsyncGenerator[RunEvent, None]:
     """Model rounds and tool rounds until a final text or a pending client tool call."""
     rounds = 0
     while not run.superseded and not conversation.messages.pending_tool_calls():
@@ -90,7 +108,7 @@ async def run_rounds(conversation: LLMConversation, run: Run) -> AsyncGenerator[
                 yield event
 
 
-def _append_final_text(conversation: LLMConversation, run: Run) -> MessageAppended:
+def _append_final_text(conversation: RunHost, run: Run) -> MessageAppended:
     message = TextMessage("".join(run.partial), Role.ASSISTANT)
     run.partial.clear()
     run.replying = False
@@ -99,7 +117,7 @@ def _append_final_text(conversation: LLMConversation, run: Run) -> MessageAppend
 
 
 async def _model_round(
-    conversation: LLMConversation, adapter: ModelAdapter, model: str, run: Run
+    conversation: RunHost, adapter: ModelAdapter, model: str, run: Run
 ) -> AsyncGenerator[StreamChunk, None]:
     """One model reply: the adapter's chunks, its text gathered in ``run.partial``."""
     config = conversation.config
@@ -109,8 +127,8 @@ async def _model_round(
     options = RequestOptions(model, config.temperature, config.max_output_tokens)
     specs = [t.spec for t in config.tools]
     run.replying = True
-    conversation._reply_began()
-    stream = adapter.stream_message(window.messages, specs, options)
+    conversation.reply_began()
+    stream = adapter.stream_message(repair_history(window.messages), specs, options)
     try:
         async for chunk in stream:
             if run.superseded:
@@ -140,7 +158,7 @@ def _check_window(window: ContextWindow, messages: list[Message], budget: int | 
 
 
 async def _tool_round(
-    conversation: LLMConversation, calls: list[ToolUse], run: Run
+    conversation: RunHost, calls: list[ToolUse], run: Run
 ) -> AsyncGenerator[RunEvent, None]:
     """Execute the server tools of one reply; client tools are stored as pending.
 

@@ -1,11 +1,13 @@
 """What the real adapters share: their config, and the retry loop that runs before the first chunk.
 
-Imports the domain and httpx2 (the SDKs' HTTP client); the SDK-specific parts live in each adapter.
+Imports the domain, httpx2 (the SDKs' HTTP client) and app.observability; the SDK-specific parts
+live in each adapter. Every failed attempt is logged once and counted here, whoever raised it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import aclosing
@@ -23,6 +25,10 @@ from app.domain import (
     ToolSpec,
     collect_response,
 )
+from app.observability import metrics
+from app.providers.errors import UpstreamError
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -69,12 +75,13 @@ Attempt = Callable[[], AsyncGenerator[StreamChunk, None]]
 
 
 async def stream_with_retries(
-    attempt: Attempt, policy: RetryPolicy
+    attempt: Attempt, policy: RetryPolicy, provider: str = "unknown"
 ) -> AsyncGenerator[StreamChunk, None]:
     """Yield the chunks of ``attempt()``, retrying per ``policy`` until a chunk has been yielded.
 
     After the first chunk a failure is raised as it is: the caller has already seen part of
     the reply. Closing this generator closes the attempt, and so the upstream response.
+    Each failed attempt is logged and counted once (``upstream_failed``).
     """
     retries_done = 0
     while True:
@@ -87,10 +94,35 @@ async def stream_with_retries(
             return
         except ProviderError as error:
             wait = None if started else policy.wait_before_retry(retries_done, error)
+            upstream_failed(provider, error, attempt=retries_done + 1, retrying=wait is not None)
             if wait is None:
                 raise
         await asyncio.sleep(wait)
         retries_done += 1
+
+
+def upstream_failed(provider: str, error: ProviderError, *, attempt: int, retrying: bool) -> None:
+    """Log and count one failed attempt: provider, HTTP status, code, attempt — never the
+    upstream's message (it may quote the conversation) and never a key."""
+    status = error.status if isinstance(error, UpstreamError) else None
+    metrics.upstream_error(provider, error.code)
+    if retrying:
+        metrics.upstream_retry(provider, error.code)
+    log.warning(
+        "upstream request failed: provider=%s status=%s code=%s attempt=%d retrying=%s",
+        provider,
+        status if status is not None else "-",
+        error.code,
+        attempt,
+        "yes" if retrying else "no",
+        extra={
+            "provider": provider,
+            "status": status,
+            "code": error.code,
+            "attempt": attempt,
+            "retrying": retrying,
+        },
+    )
 
 
 class RetryingAdapter:
@@ -100,6 +132,7 @@ class RetryingAdapter:
     Subclasses set ``config`` (with its ``retry`` policy) and implement the two methods.
     """
 
+    name: str
     config: ProviderConfig
     _client: Any = None
 
@@ -124,7 +157,7 @@ class RetryingAdapter:
         """
         request = self._request(messages, tools, options)
         async with aclosing(
-            stream_with_retries(lambda: self._attempt(request), self.config.retry)
+            stream_with_retries(lambda: self._attempt(request), self.config.retry, self.name)
         ) as chunks:
             async for chunk in chunks:
                 yield chunk

@@ -67,6 +67,23 @@ _BY_KIND: dict[str, tuple[str, bool]] = {
 }
 
 
+class UpstreamError(ProviderError):
+    """A ProviderError from an upstream answer: also knows its HTTP ``status`` (None for an
+    error event inside a stream), for logs and metrics; clients see the same ``code``."""
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        status: int | None,
+        retryable: bool = False,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(code, detail, retryable=retryable, retry_after=retry_after)
+        self.status = status
+
+
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:
     """The delay a response asks for: ``retry-after-ms``, or ``retry-after`` (seconds or a date)."""
     if headers is None:
@@ -95,7 +112,7 @@ def classify(
     kind: str | None,
     message: str,
     headers: Mapping[str, str] | None = None,
-) -> ProviderError:
+) -> UpstreamError:
     """The ProviderError for an upstream failure: an HTTP status, or an error event's kind."""
     code, retryable = _code_for(status, kind, message)
     should_retry = headers.get("x-should-retry") if headers is not None else None
@@ -105,8 +122,12 @@ def classify(
     label = f" {kind}" if kind else ""
     text = message if len(message) <= _MAX_MESSAGE else message[: _MAX_MESSAGE - 1] + "…"
     detail = f"{provider}: {where}{label}: {text}".rstrip(": ")
-    return ProviderError(
-        code, detail, retryable=retryable, retry_after=retry_after_seconds(headers)
+    return UpstreamError(
+        code,
+        detail,
+        status=status if status and status >= 400 else None,
+        retryable=retryable,
+        retry_after=retry_after_seconds(headers),
     )
 
 

@@ -6,24 +6,22 @@ outputs are ``ConversationView``s and domain objects.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.domain import (
     AgentMessage,
-    ContextWindow,
     Message,
     MessageList,
     MessageListDeserializationError,
     TextMessage,
     ToolResult,
-    context_within,
 )
 from app.runs.config import merge_patch
 from app.runs.errors import InvalidInput, NoActiveRun
 from app.runs.services import Services
-from app.storage import ConversationRecord, ConversationRepository, ToolOutcome
+from app.storage import ConversationRecord, ConversationRepository, RunRepository, ToolOutcome
 
 
 @dataclass(frozen=True)
@@ -51,6 +49,10 @@ class Delta:
     tool_results: Sequence[ToolResult] = ()
     config_patch: Mapping[str, Any] | None = None
 
+    def outcomes(self) -> list[ToolOutcome]:
+        """The tool results as storage takes them."""
+        return [ToolOutcome(r.tool_call_id, r.result, r.error) for r in self.tool_results]
+
 
 class ConversationService:
     """Create, read, change and delete conversations for one owner."""
@@ -71,8 +73,8 @@ class ConversationService:
             messages.insert(0, AgentMessage(system_prompt.strip()))
         config = merge_patch({}, config_patch)
         self.services.configs.check(config)
-        async with self.services.repository() as repo:
-            record = await repo.create(self.owner, messages, config, dict(metadata))
+        async with self.services.repository(self.owner) as repo:
+            record = await repo.create(messages, config, dict(metadata))
         return ConversationView(record)
 
     def _imported(self, document: Mapping[str, Any] | None) -> MessageList:
@@ -97,61 +99,52 @@ class ConversationService:
         return messages
 
     async def get(self, conversation_id: str) -> ConversationView:
-        async with self.services.reader() as repo:
-            return ConversationView(await repo.get(conversation_id, self.owner))
+        async with self.services.reader(self.owner) as repo:
+            return ConversationView(await repo.get(conversation_id))
 
     async def list(
         self, limit: int, cursor: str | None
     ) -> tuple[list[ConversationView], str | None]:
-        async with self.services.reader() as repo:
-            records, next_cursor = await repo.list(self.owner, limit, cursor)
+        async with self.services.reader(self.owner) as repo:
+            records, next_cursor = await repo.list(limit, cursor)
         return [ConversationView(r) for r in records], next_cursor
 
     async def delete(self, conversation_id: str) -> None:
-        async with self.services.repository() as repo:
-            await repo.get(conversation_id, self.owner)
+        async with self.services.repository(self.owner) as repo:
             await repo.delete(conversation_id)
 
     async def apply_delta(
         self, conversation_id: str, delta: Delta, expected_version: int | None
     ) -> ConversationView:
         """Apply a delta bundle all or nothing; a stale ``expected_version`` changes nothing."""
-        async with self.services.repository() as repo:
-            record = await repo.get(conversation_id, self.owner)
+        async with self.services.repository(self.owner) as repo:
+            record = await repo.get(conversation_id)
             record = await apply_delta(repo, self.services, record, delta, expected_version)
         return ConversationView(record)
 
     async def messages(self, conversation_id: str) -> MessageList:
-        async with self.services.reader() as repo:
-            await repo.get(conversation_id, self.owner)
+        async with self.services.reader(self.owner) as repo:
             return await repo.load_messages(conversation_id)
 
-    async def context(
-        self, conversation_id: str, max_tokens: int | None
-    ) -> tuple[ContextWindow, bool, int | None]:
-        """The window a run would send, whether its counts are exact, and the budget used."""
-        async with self.services.reader() as repo:
-            record = await repo.get(conversation_id, self.owner)
-            messages = await repo.load_messages(conversation_id)
-        config = self.services.configs.build(record.config)
-        budget = max_tokens if max_tokens is not None else config.context_max_tokens
-        counter, exact = self.services.configs.token_counter(config)
-        return context_within(list(messages), budget, counter), exact, budget
-
     async def clear(self, conversation_id: str, expected_version: int | None) -> ConversationView:
-        async with self.services.repository() as repo:
-            await repo.get(conversation_id, self.owner)
+        async with self.services.repository(self.owner) as repo:
             return ConversationView(await repo.clear(conversation_id, expected_version))
 
     async def cancel(self, conversation_id: str) -> str:
-        """Ask the running run to stop, here or in another process; return its id."""
-        async with self.services.repository() as repo:
-            record = await repo.get(conversation_id, self.owner)
-            run_id = ConversationView(record).run_id
+        """Ask the running run to stop, here or in another process; return its id.
+
+        The process running it stops it and stores its partial reply before letting go of the
+        conversation. A run whose process died is ended here, as ``interrupted``."""
+        async with self.services.repository(self.owner) as repo:
+            record = await repo.get(conversation_id)
+            run_id = record.lease_run_id
             if run_id is None:
                 raise NoActiveRun(conversation_id)
-            if not self.services.runs.cancel(run_id):
-                await repo.release_lease(conversation_id, run_id)
+            if not record.is_running():
+                await repo.end_abandoned_run(conversation_id)
+                return run_id
+            await RunRepository(repo.session).request_cancel(run_id)
+        self.services.manager.stop(run_id, "cancel")
         return run_id
 
 
@@ -163,14 +156,27 @@ async def apply_delta(
     expected_version: int | None,
 ) -> ConversationRecord:
     """Apply ``delta`` to the conversation of ``record`` in the repository's transaction."""
-    config = None
-    if delta.config_patch:
-        config = merge_patch(record.config, delta.config_patch)
-        services.configs.check(config)
+    update = config_update(services, delta.config_patch)
+    config = update(record.config) if update is not None else None
     return await repo.apply_delta(
         record.id,
         messages=delta.messages,
-        tool_results=[ToolOutcome(r.tool_call_id, r.result, r.error) for r in delta.tool_results],
+        tool_results=delta.outcomes(),
         config=config,
         expected_version=expected_version,
     )
+
+
+def config_update(
+    services: Services, patch: Mapping[str, Any] | None
+) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+    """What turns a stored config into the patched one (checked), or None for no patch."""
+    if not patch:
+        return None
+
+    def update(stored: Mapping[str, Any]) -> dict[str, Any]:
+        config = merge_patch(stored, patch)
+        services.configs.check(config)
+        return config
+
+    return update

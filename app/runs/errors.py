@@ -4,7 +4,10 @@ RunsError
  ├── InvalidInput        a value the server cannot accept (``loc`` names it)  → 422
  ├── PendingToolCalls    client tool calls wait for results (``ids``)         → 409
  ├── NoActiveRun         cancel, but nothing runs                              → 409
- └── NothingToAnswer     a run with no message to answer                       → 409
+ ├── NothingToAnswer     a run with no message to answer                       → 409
+ ├── BadEventId          a Last-Event-ID that is not one of ours               → 400
+ ├── EventsExpired       the run's events were pruned                          → 410
+ └── ShuttingDown        the process takes no new runs                         → 503
 """
 
 from __future__ import annotations
@@ -53,3 +56,32 @@ class NothingToAnswer(RunsError):
             f"conversation {conversation_id} has no message to answer yet: post a user message "
             "(a delta, or POST …/stream with one)"
         )
+
+
+class BadEventId(RunsError):
+    """A ``Last-Event-ID`` that this service did not send."""
+
+    def __init__(self, value: str) -> None:
+        super().__init__(
+            f"Last-Event-ID {value[:80]!r} is not an event id of this service "
+            "(they look like '<run id>:<number>')"
+        )
+
+
+class EventsExpired(RunsError):
+    """The run finished long ago and its events were pruned; its messages remain."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(
+            f"the events of run {run_id} are no longer kept; its messages are: GET …/messages"
+        )
+        self.run_id = run_id
+
+
+class ShuttingDown(RunsError):
+    """This process is shutting down and starts no new run."""
+
+    retry_after = 2
+
+    def __init__(self) -> None:
+        super().__init__("the server is shutting down; retry in a moment (another replica)")

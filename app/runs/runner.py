@@ -1,13 +1,16 @@
-"""Running a conversation for one request: lease, persistence as messages arrive, abort.
+"""Running a conversation: the lease, the run's row and log, persistence as messages arrive, abort.
 
-May import the domain, storage and the runs layer; no web framework. ``RunService.prepare``
-does everything that can fail before the first byte (so it becomes problem+json);
-``RunService.events`` then yields ``(event name, payload)`` pairs, ``done`` last.
+May import the domain, storage and the runs layer; no web framework. ``RunService.start`` does
+everything that can fail before the first byte (so it becomes problem+json) in one write
+transaction — the delta, the lease, the run's row and its ``run_started`` event — then starts
+the run's task, which outlives the request: readers follow it (app/runs/follow.py).
 
-A producer task drives the conversation's stream and persists each completed message before
-its ``message`` event is queued; the consumer (the SSE generator) only relays. Cancelling the
-producer — ``POST /cancel`` or a client disconnect — keeps what was streamed as an incomplete
-message, releases the lease, and (for cancel) still sends ``done`` with status ``aborted``.
+The task drives the conversation's stream. Chunks become events at once (readers see them, the
+writer stores them within a flush interval); a finished message is stored together with its
+``message`` event before any reader sees that event; the ending — what is left of the reply
+(incomplete when cut short), ``requires_action``/``error``, ``done``, the run's status, the
+lease released — is one more commit. Stopping the task (cancel, disconnect, shutdown, a lost
+lease) never interrupts those commits, so every stored reply is announced exactly once.
 """
 
 from __future__ import annotations
@@ -15,229 +18,270 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import uuid
-from collections.abc import AsyncGenerator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
-
-import anyio
 
 from app.domain import (
     AgentMessage,
+    ContextWindowError,
     ConversationConfigurationError,
     LLMConversation,
     MessageAppended,
+    MessageStop,
     ProviderError,
     ToolRoundLimitError,
 )
-from app.runs.conversations import Delta, apply_delta
-from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls
-from app.runs.events import chunk_payload, error_payload
+from app.runs.conversations import Delta, config_update
+from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
+from app.runs.events import (
+    DONE,
+    ERROR,
+    MESSAGE,
+    REQUIRES_ACTION,
+    RUN_STARTED,
+    SHUTTING_DOWN_ERROR,
+    ErrorData,
+    OnDisconnect,
+    chunk_event,
+    done_payload,
+    error_for,
+    make_event,
+    merged_rows,
+    message_payload,
+    requires_action_payload,
+    run_started_payload,
+)
+from app.runs.live import LiveRun
+from app.runs.observe import RunObserver
 from app.runs.services import Services
-from app.storage import LeaseLost, StorageError
+from app.runs.writer import Commit, Ending, EventSpec
+from app.storage import ConversationRecord, LeaseLost, RunRepository, new_run_id
 
 log = logging.getLogger(__name__)
 
-Event = tuple[str, dict[str, Any]]
-_DONE = "done"
+_STOPPED_STATUS = {"cancel": "aborted", "disconnect": "aborted", "lease_lost": "aborted"}
 
 
 @dataclass
-class Run:
-    """A run that holds its conversation's lease."""
+class _Progress:
+    """What the run's task knows while it drives the stream."""
 
-    run_id: str
-    conversation_id: str
-    conversation: LLMConversation
-    persisted: int
-    version: int
-    started: bool = False
-    released: bool = False
-    detached: bool = False
+    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    reply_complete: bool = False
+    inflight: Commit | None = None
 
 
 class RunService:
-    """Prepares and executes runs for one owner."""
+    """Starts runs for one owner."""
 
     def __init__(self, services: Services, owner: str) -> None:
         self.services = services
         self.owner = owner
 
-    async def prepare(
-        self, conversation_id: str, delta: Delta | None = None, expected_version: int | None = None
-    ) -> Run:
-        """Apply the delta (if any), check the conversation can run, take its lease: at once."""
-        run_id = uuid.uuid4().hex
-        async with self.services.reader() as reader:
-            record = await reader.get(conversation_id, self.owner)  # the owner never changes
-        async with self.services.repository() as repo:
-            if delta is not None:
-                record = await repo.get(conversation_id)  # fresh, under the write lock
-                await apply_delta(repo, self.services, record, delta, expected_version)
-            # The lease's record is fresh; a refusal below rolls the lease (and delta) back.
-            record = await repo.acquire_lease(
-                conversation_id, run_id, self.services.settings.run_lease_seconds
+    async def start(
+        self,
+        conversation_id: str,
+        delta: Delta | None = None,
+        expected_version: int | None = None,
+        on_disconnect: OnDisconnect = "cancel",
+    ) -> LiveRun:
+        """Apply the delta (if any), take the lease, record the run, and start it: at once."""
+        services = self.services
+        if services.manager.shutting_down:
+            raise ShuttingDown()
+        run_id = new_run_id()
+        delta = delta or Delta()
+        async with services.repository(self.owner) as repo:
+            # One write: the delta, the lease, the run and its first event. A refusal below
+            # rolls them all back.
+            record = await repo.begin_run(
+                conversation_id,
+                run_id,
+                services.settings.run_lease_seconds,
+                messages=delta.messages,
+                tool_results=delta.outcomes(),
+                update_config=config_update(services, delta.config_patch),
+                expected_version=expected_version,
             )
             if record.pending_tool_call_ids:
                 raise PendingToolCalls(record.pending_tool_call_ids)
-            config = self.services.configs.build(record.config)
+            config = services.configs.build(record.config)
             try:
-                config.select()
+                adapter, _ = config.select()
             except ConversationConfigurationError as exc:
-                available = self.services.configs.selector.available
+                available = services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
+            started = make_event(
+                1,
+                RUN_STARTED,
+                run_started_payload(run_id, record.id, record.message_count, record.version),
+            )
+            runs = RunRepository(repo.session)
+            await runs.create(run_id, record.id, self.owner, on_disconnect)
+            await runs.add_events(merged_rows(run_id, [started]))
         # Read outside the write transaction: the lease keeps every other writer out.
-        async with self.services.reader() as reader:
+        async with services.reader(self.owner) as reader:
             messages = await reader.load_messages(conversation_id)
-        run = Run(
-            run_id,
-            conversation_id,
-            LLMConversation(messages, config),
-            len(messages),
-            record.version,
-        )
         if all(isinstance(m, AgentMessage) for m in messages):
-            await self.abandon(run)
+            await self._withdraw(record, run_id)
             raise NothingToAnswer(conversation_id)
+        run = LiveRun(
+            run_id, record.id, self.owner, on_disconnect, len(messages), record.version, [started]
+        )
+        services.manager.add(run)
+        conversation = LLMConversation(messages, config)
+        observer = RunObserver(adapter.name, record.id, run_id)
+        run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
         return run
 
-    async def events(self, run: Run) -> AsyncGenerator[list[Event], None]:
-        """The run's events in batches, ``run_started`` first and ``done`` last.
+    async def _withdraw(self, record: ConversationRecord, run_id: str) -> None:
+        """Undo a run that cannot start after all: no row, no lease."""
+        async with self.services.repository(self.owner) as repo:
+            await RunRepository(repo.session).delete(run_id)
+            await repo.release_lease(record.id, run_id)
 
-        A batch is whatever the producer has queued by the time the client is ready for more,
-        so a fast model costs one write per batch rather than one per token.
-        """
-        run.started = True
-        queue: asyncio.Queue[Event] = asyncio.Queue(maxsize=256)
-        producer = asyncio.create_task(self._produce(run, queue))
-        self.services.runs.add(run.run_id, producer)
-        try:
-            yield [
-                (
-                    "run_started",
-                    {
-                        "run_id": run.run_id,
-                        "conversation_id": run.conversation_id,
-                        "message_count": run.persisted,
-                        "version": run.version,
-                    },
-                )
-            ]
-            while True:
-                batch = [await queue.get()]
-                while batch[-1][0] != _DONE and not queue.empty():
-                    batch.append(queue.get_nowait())
-                yield batch
-                if batch[-1][0] == _DONE:
-                    return
-        finally:
-            run.detached = True
-            producer.cancel()
-            with anyio.CancelScope(shield=True):
-                await asyncio.wait([producer])
-            self.services.runs.discard(run.run_id)
+    # --- the run's task -------------------------------------------------------------------------
 
-    async def _produce(self, run: Run, out: asyncio.Queue[Event]) -> None:
-        keeper = asyncio.create_task(self._keep_lease(run, asyncio.current_task()))
-        status = "completed"
+    async def _run(
+        self, run: LiveRun, conversation: LLMConversation, observer: RunObserver
+    ) -> None:
+        observer.started()
+        progress = _Progress()
+        error: ErrorData | None = None
         try:
-            status = await self._drive(run, out)
+            status = await self._drive(run, conversation, progress, observer)
         except asyncio.CancelledError:
-            status = "aborted"
-        except (ProviderError, ToolRoundLimitError, ConversationConfigurationError) as exc:
-            status = "failed"
-            await out.put(("error", error_payload(exc)))
-        except LeaseLost as exc:
-            status = "aborted"
-            await out.put(("error", error_payload(exc)))
+            task = asyncio.current_task()
+            if task is not None:
+                task.uncancel()  # stopped on purpose (run.stop): the task goes on to finish
+            status, error = self._stopped(run, conversation, progress)
         except Exception as exc:
-            log.exception("run %s failed", run.run_id)
-            status = "failed"
-            await out.put(("error", error_payload(exc)))
+            error = error_for(exc)
+            if _expected(exc):  # the provider layer logged upstream failures, without their text
+                log.info("run %s failed: %s", run.run_id, error["code"])
+            elif not isinstance(exc, LeaseLost):
+                log.exception("run %s failed unexpectedly", run.run_id)
+            status, error = ("aborted" if isinstance(exc, LeaseLost) else "failed"), error_for(exc)
+        run.finishing = True
+        try:
+            await asyncio.shield(self._finish(run, conversation, progress, status, error))
         finally:
-            keeper.cancel()
-            with anyio.CancelScope(shield=True):
-                done = await self._finish(run, status)
-        if not run.detached:
-            await out.put((_DONE, done))
+            self.services.manager.discard(run)
+            observer.finished(status)
 
-    async def abandon(self, run: Run) -> None:
-        """Release the lease of a run whose events were never read (HEAD, or an early close)."""
-        if run.started:
-            return
-        with anyio.CancelScope(shield=True):
-            await self._finish(run, "aborted")
+    def _stopped(
+        self, run: LiveRun, conversation: LLMConversation, progress: _Progress
+    ) -> tuple[str, ErrorData | None]:
+        """The status of a run whose task was stopped (``run.stop_reason`` says why)."""
+        if progress.reply_complete:  # stopped after the model's last word: it did complete
+            return _natural_status(conversation), None
+        if run.stop_reason == "shutdown":
+            return "interrupted", SHUTTING_DOWN_ERROR
+        if run.stop_reason == "lease_lost":
+            return "aborted", error_for(LeaseLost(run.conversation_id, run.run_id))
+        return _STOPPED_STATUS.get(run.stop_reason or "", "aborted"), None
 
-    async def _drive(self, run: Run, out: asyncio.Queue[Event]) -> str:
-        async with contextlib.aclosing(run.conversation.stream()) as stream:
+    async def _drive(
+        self,
+        run: LiveRun,
+        conversation: LLMConversation,
+        progress: _Progress,
+        observer: RunObserver,
+    ) -> str:
+        writer = self.services.writer
+        async with contextlib.aclosing(conversation.stream()) as stream:
             async for event in stream:
                 if isinstance(event, MessageAppended):
-                    await self._persist(run, last=event.last)
-                    payload = {
-                        "index": event.index,
-                        "version": run.version,
-                        "message": event.message.to_serializable_dict(),
-                    }
-                    await out.put(("message", payload))
-                else:
-                    await out.put((event.kind, chunk_payload(event)))
-        pending = run.conversation.messages.pending_tool_calls()
-        if not pending:
-            return "completed"
-        calls = [
-            {"tool_call_id": m.tool_call_id, "tool_name": m.tool_name, "arguments": m.arguments}
-            for _, m in pending
-        ]
-        await out.put(("requires_action", {"tool_calls": calls}))
-        return "requires_action"
+                    if event.last:  # stored with the run's ending
+                        progress.reply_complete = True
+                    else:
+                        await self._store(run, conversation, progress, event.index + 1)
+                    continue
+                observer.chunk(event)
+                if isinstance(event, MessageStop):
+                    progress.usage["input_tokens"] += event.usage.input_tokens or 0
+                    progress.usage["output_tokens"] += event.usage.output_tokens or 0
+                out = chunk_event(run.seq + 1, event)
+                run.publish([out])
+                writer.add(run, out)
+        return _natural_status(conversation)
 
-    async def _persist(self, run: Run, *, holding_lease: bool = True, last: bool = False) -> None:
-        """Store the messages the run appended since the last call; ``last`` also lets go of
-        the lease in the same write, as the run appends nothing more."""
-        new = run.conversation.messages[run.persisted :]
-        if not new and not (last and holding_lease):
-            return
-        record = None
-        async with self.services.repository() as repo:
-            if not new:
-                await repo.release_lease(run.conversation_id, run.run_id)
-            else:
-                record = await repo.append_messages(
-                    run.conversation_id,
-                    new,
-                    run_id=run.run_id if holding_lease else None,
-                    release_lease=last and holding_lease,
-                )
-        # Counted only once committed: a failed or cancelled commit is retried by _finish.
-        if record is not None:
-            run.persisted += len(new)
+    async def _store(
+        self, run: LiveRun, conversation: LLMConversation, progress: _Progress, upto: int
+    ) -> None:
+        """Store the messages up to index ``upto`` with their ``message`` events, then send."""
+        messages = conversation.messages[run.persisted : upto]
+        first = run.persisted
+
+        def events(record: ConversationRecord) -> list[EventSpec]:
             run.version = record.version
-        run.released = last and holding_lease
+            return [
+                (MESSAGE, message_payload(first + i, record.version, m))
+                for i, m in enumerate(messages)
+            ]
 
-    async def _finish(self, run: Run, status: str) -> dict[str, Any]:
-        """Persist what is left (an incomplete message), release the lease, report."""
+        commit = progress.inflight = Commit(run, messages, events)
+        self._landed(run, await self.services.writer.commit(commit), len(messages))
+        progress.inflight = None
+
+    def _landed(self, run: LiveRun, events: list[Any], stored: int) -> None:
+        run.persisted += stored
+        run.publish(events)
+
+    async def _finish(
+        self,
+        run: LiveRun,
+        conversation: LLMConversation,
+        progress: _Progress,
+        status: str,
+        error: ErrorData | None,
+    ) -> None:
+        """Store what is left, the ending and ``done``; release the lease; send them."""
+        inflight = progress.inflight
+        if inflight is not None:  # stopped while a message was being stored: it may have landed
+            with contextlib.suppress(Exception):
+                self._landed(run, await inflight.future, len(inflight.messages))
+        messages = conversation.messages[run.persisted :]
+        first = run.persisted
+        pending = [m for _, m in conversation.messages.pending_tool_calls()]
+
+        def events(record: ConversationRecord) -> list[EventSpec]:
+            run.version = record.version
+            specs: list[EventSpec] = [
+                (MESSAGE, message_payload(first + i, record.version, m))
+                for i, m in enumerate(messages)
+            ]
+            if status == "requires_action":
+                specs.append((REQUIRES_ACTION, requires_action_payload(pending)))
+            if error is not None:
+                specs.append((ERROR, error))
+            specs.append((DONE, done_payload(status, record.message_count, record.version)))
+            return specs
+
+        ending = Ending(status, error["code"] if error else None, dict(progress.usage))
         try:
-            try:
-                await self._persist(run)
-            except LeaseLost:  # cancelled from another process: the lease was revoked
-                await self._persist(run, holding_lease=False)
-        except StorageError:
-            log.exception("run %s: could not store its last messages", run.run_id)
-        if not run.released:
-            try:
-                async with self.services.repository() as repo:
-                    await repo.release_lease(run.conversation_id, run.run_id)
-            except Exception:  # the lease then expires by itself
-                log.exception("run %s: could not release its lease", run.run_id)
-        return {"status": status, "message_count": run.persisted, "version": run.version}
+            stored = await self.services.writer.commit(Commit(run, messages, events, ending))
+        except Exception as exc:
+            self._unstored_ending(run, exc)
+            return
+        self._landed(run, stored, len(messages))
 
-    async def _keep_lease(self, run: Run, producer: asyncio.Task[Any] | None) -> None:
-        """Renew the lease at a third of its term; stop the run if it was lost."""
-        ttl = self.services.settings.run_lease_seconds
-        while True:
-            await asyncio.sleep(ttl / 3)
-            async with self.services.repository() as repo:
-                held = await repo.renew_lease(run.conversation_id, run.run_id, ttl)
-            if not held and producer is not None:
-                producer.cancel()
-                return
+    def _unstored_ending(self, run: LiveRun, exc: Exception) -> None:
+        """The ending could not be stored (the lease was lost, or the database failed): tell
+        this process's readers; the lease, if still ours, expires and the run is recovered."""
+        if not isinstance(exc, LeaseLost):
+            log.error("run %s: could not store its ending: %s", run.run_id, exc)
+        error = error_for(exc)
+        status = "aborted" if isinstance(exc, LeaseLost) else "failed"
+        done = done_payload(status, run.persisted, run.version)
+        run.publish([make_event(run.seq + 1, ERROR, error), make_event(run.seq + 2, DONE, done)])
+
+
+def _natural_status(conversation: LLMConversation) -> str:
+    return "requires_action" if conversation.messages.pending_tool_calls() else "completed"
+
+
+def _expected(exc: Exception) -> bool:
+    """Failures that are the provider's or the conversation's, not a bug of ours."""
+    expected = ProviderError, ToolRoundLimitError, ContextWindowError
+    return isinstance(exc, (*expected, ConversationConfigurationError))

@@ -1,20 +1,29 @@
-"""What the server is made of for one process: database, model selector, tools, settings.
+"""What the server is made of for one process: database, model selector, tools, live runs.
 
-May import the domain, storage, providers and settings. Built once by ``create_app``.
+May import the domain, storage, providers, settings and the runs layer. Built once by
+``create_app``; ``start`` and ``stop`` bracket the process's serving (the app's lifespan).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
-from app.providers import build_selector
+from app.observability import metrics
+from app.providers import build_selector, close_selector
 from app.runs.config import ConfigContext
-from app.runs.registry import RunRegistry
+from app.runs.live import RunManager
+from app.runs.recovery import end_abandoned_run
 from app.runs.server_tools import builtin_tools
+from app.runs.writer import EventWriter
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
+from app.storage.notify import Listener
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -24,7 +33,19 @@ class Services:
     settings: Settings
     database: Database
     configs: ConfigContext
-    runs: RunRegistry = field(default_factory=RunRegistry)
+    manager: RunManager = field(default_factory=RunManager)
+    writer: EventWriter = field(init=False)
+    listener: Listener = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.writer = EventWriter(
+            self.settings,
+            self.manager,
+            lambda: self.repository(None),
+            lambda: self.reader(None),
+        )
+        self.writer.on_flush = metrics.event_log_flush
+        self.listener = Listener(self.database, self.manager.on_notification)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -36,13 +57,42 @@ class Services:
         return cls(settings, Database.from_settings(settings), configs)
 
     @asynccontextmanager
-    async def repository(self) -> AsyncIterator[ConversationRepository]:
-        """A repository on a new session, committed once when the block ends without error."""
+    async def repository(self, owner: str | None) -> AsyncIterator[ConversationRepository]:
+        """``owner``'s repository on a new session, committed once when the block ends without
+        error. ``None`` is the system's unscoped view, for work done for no caller.
+
+        Meeting the expired lease of a run whose process died ends that run first
+        (app/runs/recovery.py), in the same transaction."""
         async with self.database.transaction() as session:
-            yield ConversationRepository(session)
+            yield ConversationRepository(session, owner=owner, on_abandoned_run=end_abandoned_run)
 
     @asynccontextmanager
-    async def reader(self) -> AsyncIterator[ConversationRepository]:
-        """A repository on a read-only session: it never waits for writers. Do not write."""
+    async def reader(self, owner: str | None) -> AsyncIterator[ConversationRepository]:
+        """``owner``'s repository on a read-only session: it never waits for writers."""
         async with self.database.session(readonly=True) as session:
-            yield ConversationRepository(session)
+            yield ConversationRepository(session, owner=owner)
+
+    # --- the process's lifetime ----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the event writer and the notification listener."""
+        self.writer.start()
+        self.listener.start()
+
+    async def drain(self) -> None:
+        """Take no new runs; stop every live run as ``interrupted``; wait for their endings."""
+        self.manager.shutting_down = True
+        runs = self.manager.all()
+        for run in runs:
+            run.stop("shutdown")
+        tasks = [r.task for r in runs if r.task is not None]
+        if tasks:
+            await asyncio.wait(tasks, timeout=self.settings.shutdown_drain_seconds)
+
+    async def stop(self) -> None:
+        """Drain, store what waits, close connections."""
+        await self.drain()
+        await self.writer.close()
+        await self.listener.close()
+        await close_selector(self.configs.selector)
+        await self.database.dispose()

@@ -10,28 +10,37 @@ from app.storage.errors import (
     InvalidCursor,
     LeaseHeld,
     LeaseLost,
+    RunNotFound,
     StorageConflict,
     StorageError,
     StoredDataError,
     ToolCallNotPending,
     VersionConflict,
 )
-from app.storage.records import ConversationRecord, ToolOutcome
-from app.storage.repository import ConversationRepository
+from app.storage.records import ConversationRecord, ToolOutcome, utcnow
+from app.storage.repository import AbandonedRunHandler, ConversationRepository
+from app.storage.runs import EventRow, RunRecord, RunRepository, new_run_id
 
 __all__ = [
+    "AbandonedRunHandler",
     "ConversationNotFound",
     "ConversationRecord",
     "ConversationRepository",
     "Database",
     "DuplicateToolCall",
+    "EventRow",
     "InvalidCursor",
     "LeaseHeld",
     "LeaseLost",
+    "RunNotFound",
+    "RunRecord",
+    "RunRepository",
     "StorageConflict",
     "StorageError",
     "StoredDataError",
     "ToolCallNotPending",
     "ToolOutcome",
     "VersionConflict",
+    "new_run_id",
+    "utcnow",
 ]

@@ -1,6 +1,7 @@
 """The database handle: one AsyncEngine and its sessions, for SQLite (aiosqlite) or PostgreSQL.
 
-Imports SQLAlchemy and app.settings. SQLite is set up so that concurrent writers wait their turn.
+Imports SQLAlchemy, app.settings and app.observability (pool metrics). SQLite is set up so that
+concurrent writers wait their turn.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 
+from app.observability import metrics
 from app.settings import Settings
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
@@ -53,6 +55,7 @@ class Database:
             _configure_sqlite(self.engine, busy_timeout_ms)
         else:
             self.engine = create_async_engine(self.url, **{"pool_pre_ping": True, **options})
+        _count_pool_use(self.engine)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         read_engine = (
             self.engine.execution_options(**{_SQLITE_BEGIN: "BEGIN"})
@@ -69,11 +72,6 @@ class Database:
     def from_settings(cls, settings: Settings) -> Database:
         """The database named by ``settings.database_url`` (``PARLEY_DATABASE_URL``)."""
         return cls(settings.database_url)
-
-    @property
-    def sessionmaker(self) -> async_sessionmaker[AsyncSession]:
-        """The factory behind ``session()``, for code that manages sessions itself."""
-        return self._sessions
 
     @asynccontextmanager
     async def session(self, *, readonly: bool = False) -> AsyncIterator[AsyncSession]:
@@ -103,6 +101,12 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({self.url.render_as_string(hide_password=True)!r})"
+
+
+def _count_pool_use(engine: AsyncEngine) -> None:
+    """Keep ``parley_db_pool_connections_in_use`` up to date (the pool's own events)."""
+    event.listen(engine.sync_engine, "checkout", lambda *_: metrics.pool_checkout())
+    event.listen(engine.sync_engine, "checkin", lambda *_: metrics.pool_checkin())
 
 
 def _create_parent_directory(url: URL) -> None:

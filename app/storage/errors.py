@@ -1,7 +1,9 @@
 """The storage layer's exceptions; each carries what an HTTP handler needs. Imports nothing.
+Their stable codes belong to app/runs/events.py (``ErrorCode``), which API errors share.
 
 StorageError                      (code)                  suggested HTTP status
  ├── ConversationNotFound         conversation-not-found  404  unknown id, malformed id, other owner
+ ├── RunNotFound                  run-not-found           404  unknown run, other conversation
  ├── InvalidCursor                invalid-cursor          400  a list cursor we did not issue
  ├── StoredDataError              stored-data-error       500  a stored message no longer reads
  ├── VersionConflict              version-conflict        412  stale expected_version
@@ -14,29 +16,29 @@ StorageError                      (code)                  suggested HTTP status
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 
 class StorageError(Exception):
-    """Base class of every error app.storage raises; ``code`` is a stable slug."""
-
-    code: ClassVar[str] = "storage-error"
+    """Base class of every error app.storage raises."""
 
 
 class ConversationNotFound(StorageError):
     """No conversation with this id is visible to the caller."""
-
-    code = "conversation-not-found"
 
     def __init__(self, conversation_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} not found")
         self.conversation_id = conversation_id
 
 
+class RunNotFound(StorageError):
+    """No run with this id is visible to the caller (in this conversation)."""
+
+    def __init__(self, run_id: str) -> None:
+        super().__init__(f"run {run_id!r} not found")
+        self.run_id = run_id
+
+
 class InvalidCursor(StorageError):
     """A pagination cursor that this service did not issue (or that was altered)."""
-
-    code = "invalid-cursor"
 
     def __init__(self, cursor: str) -> None:
         super().__init__(f"invalid cursor {cursor!r}")
@@ -45,8 +47,6 @@ class InvalidCursor(StorageError):
 
 class StoredDataError(StorageError):
     """A stored message no longer reads; names the conversation and the message index."""
-
-    code = "stored-data-error"
 
     def __init__(self, conversation_id: str, index: int, detail: str) -> None:
         super().__init__(
@@ -59,8 +59,6 @@ class StoredDataError(StorageError):
 
 class VersionConflict(StorageError):
     """The caller's expected version is stale; nothing was changed."""
-
-    code = "version-conflict"
 
     def __init__(self, conversation_id: str, current_version: int, expected_version: int) -> None:
         super().__init__(
@@ -75,13 +73,9 @@ class VersionConflict(StorageError):
 class StorageConflict(StorageError):
     """The conversation's state does not allow the operation right now; nothing was changed."""
 
-    code = "conflict"
-
 
 class LeaseHeld(StorageConflict):
     """A run holds an unexpired lease on the conversation; ``run_id`` names it."""
-
-    code = "conversation-running"
 
     def __init__(self, conversation_id: str, run_id: str) -> None:
         super().__init__(f"conversation {conversation_id!r} is running (run {run_id!r})")
@@ -92,8 +86,6 @@ class LeaseHeld(StorageConflict):
 class LeaseLost(StorageConflict):
     """The run ``run_id`` no longer holds the conversation's lease (taken over or released)."""
 
-    code = "lease-lost"
-
     def __init__(self, conversation_id: str, run_id: str) -> None:
         super().__init__(f"run {run_id!r} no longer holds conversation {conversation_id!r}")
         self.conversation_id = conversation_id
@@ -102,8 +94,6 @@ class LeaseLost(StorageConflict):
 
 class ToolCallNotPending(StorageConflict):
     """A tool result targets a call that is not pending (unknown or already completed)."""
-
-    code = "tool-call-not-pending"
 
     def __init__(self, conversation_id: str, tool_call_id: str) -> None:
         super().__init__(
@@ -116,8 +106,6 @@ class ToolCallNotPending(StorageConflict):
 
 class DuplicateToolCall(StorageConflict):
     """A pending tool call would share its id with another pending call."""
-
-    code = "duplicate-tool-call"
 
     def __init__(self, conversation_id: str, tool_call_id: str) -> None:
         super().__init__(

@@ -1,35 +1,36 @@
 """ConversationRepository: conversations and their messages in SQL, for the API and the runs.
 
 Imports SQLAlchemy, app.domain and app.storage. It flushes and never commits: a use case commits
-once. Writers lock the conversation row first, so concurrent writers queue, in any process.
+once. Writers lock the conversation row first, so concurrent writers queue, in any process. A
+repository is made for one owner and every query it runs is scoped to that owner's conversations;
+``owner=None`` is the system's unscoped view, for code that acts for no caller.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import RowMapping, and_, delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.domain import AgentMessage, Message, MessageList, ToolCallMessage
+from app.domain import AgentMessage, Message, MessageList
 from app.storage.errors import (
     ConversationNotFound,
     LeaseHeld,
     LeaseLost,
     StoredDataError,
-    ToolCallNotPending,
     VersionConflict,
 )
+from app.storage.pending import check_new_pending, completions_for, pending_ids
 from app.storage.records import (
     ConversationRecord,
     ToolOutcome,
     check_unique_pending,
     conversation_key,
     decode_cursor,
-    dump_message,
     encode_cursor,
     load_message,
     message_rows,
@@ -46,6 +47,11 @@ _C = CONVERSATIONS.c
 _M = MESSAGES.c
 _NO_LEASE: dict[str, Any] = {"lease_run_id": None, "lease_expires_at": None}
 
+AbandonedRunHandler = Callable[["ConversationRepository", str, str], Awaitable[None]]
+"""Called as ``handler(repository, conversation_id, run_id)`` when a writer meets the expired
+lease of ``run_id``: its process died. It may store what that run left (with ``run_id`` it may
+still append and release); the lease is released afterwards in any case."""
+
 
 class ConversationRepository:
     """Reads and changes conversations through one AsyncSession, which the caller commits.
@@ -56,31 +62,61 @@ class ConversationRepository:
     nothing has been written. Lease operations change neither ``version`` nor ``updated_at``.
     """
 
-    def __init__(self, session: AsyncSession, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(
+        self,
+        session: AsyncSession,
+        *,
+        owner: str | None,
+        clock: Callable[[], datetime] = utcnow,
+        on_abandoned_run: AbandonedRunHandler | None = None,
+    ) -> None:
         self._session = session
+        self._owner = owner
         self._clock = clock
+        self._on_abandoned_run = on_abandoned_run
+
+    @property
+    def session(self) -> AsyncSession:
+        """The session this repository works in (for other repositories of the same use case)."""
+        return self._session
+
+    @property
+    def owner(self) -> str | None:
+        """Whose conversations this repository sees; None: everybody's (the system)."""
+        return self._owner
+
+    def _mine(self, key: str) -> Any:
+        """The WHERE clause of one conversation of this repository's owner."""
+        if self._owner is None:
+            return _C.id == key
+        return and_(_C.id == key, _C.owner == self._owner)
+
+    def _owner_only(self) -> str:
+        if self._owner is None:
+            raise ValueError("this needs a repository made for an owner")
+        return self._owner
 
     def _now(self) -> datetime:
         return self._clock().astimezone(UTC)
 
     # --- reading ------------------------------------------------------------------------------
 
-    async def get(self, conversation_id: str, owner: str | None = None) -> ConversationRecord:
-        """The conversation; ConversationNotFound if unknown, malformed, or not ``owner``'s."""
+    async def get(self, conversation_id: str) -> ConversationRecord:
+        """The conversation; ConversationNotFound if unknown, malformed, or not the owner's."""
         key = conversation_key(conversation_id)
-        result = await self._session.execute(select(_CONVERSATIONS).where(_C.id == key))
+        result = await self._session.execute(select(_CONVERSATIONS).where(self._mine(key)))
         row = result.mappings().one_or_none()
-        if row is None or (owner is not None and row["owner"] != owner):
+        if row is None:
             raise ConversationNotFound(conversation_id)
         return await self._record(row)
 
     async def list(
-        self, owner: str, limit: int, cursor: str | None = None
+        self, limit: int, cursor: str | None = None
     ) -> tuple[list[ConversationRecord], str | None]:
-        """A page of ``owner``'s conversations, newest first, and the next page's cursor."""
+        """A page of the owner's conversations, newest first, and the next page's cursor."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        query = select(_CONVERSATIONS).where(_C.owner == owner)
+        query = select(_CONVERSATIONS).where(_C.owner == self._owner_only())
         if cursor is not None:
             created_at, key = decode_cursor(cursor)
             query = query.where(
@@ -89,34 +125,55 @@ class ConversationRepository:
         query = query.order_by(_C.created_at.desc(), _C.id.desc()).limit(limit + 1)
         rows = (await self._session.execute(query)).mappings().all()
         page = rows[:limit]
-        pending = await self._pending_ids([row["id"] for row in page])
+        pending = await pending_ids(self._session, [row["id"] for row in page])
         records = [to_record(row, pending.get(row["id"], ())) for row in page]
         last = page[-1] if len(rows) > limit else None
         return records, (encode_cursor(last["created_at"], last["id"]) if last else None)
 
     async def load_messages(self, conversation_id: str) -> MessageList:
         """The conversation's MessageList; StoredDataError naming the index if a row is bad."""
+        key, count = await self._count(conversation_id)
+        return MessageList(await self._load(key, 0, count))
+
+    async def load_page(
+        self, conversation_id: str, start: int, limit: int
+    ) -> tuple[builtins.list[Message], int]:
+        """Up to ``limit`` messages from index ``start`` on, and the conversation's length."""
+        if start < 0 or limit < 1:
+            raise ValueError("start must be at least 0 and limit at least 1")
+        key, count = await self._count(conversation_id)
+        end = min(count, start + limit)
+        return await self._load(key, start, end), count
+
+    async def _count(self, conversation_id: str) -> tuple[str, int]:
         key = conversation_key(conversation_id)
-        count = await self._session.scalar(select(_C.message_count).where(_C.id == key))
+        count = await self._session.scalar(select(_C.message_count).where(self._mine(key)))
         if count is None:
             raise ConversationNotFound(conversation_id)
+        return key, count
+
+    async def _load(self, key: str, start: int, end: int) -> builtins.list[Message]:
+        """Messages ``start`` to ``end`` (exclusive) of a conversation known to be visible."""
+        if start >= end:
+            return []
         result = await self._session.execute(
-            select(_M.idx, _M.data).where(_M.conversation_id == key).order_by(_M.idx)
+            select(_M.idx, _M.data)
+            .where(_M.conversation_id == key, _M.idx >= start, _M.idx < end)
+            .order_by(_M.idx)
         )
         messages: builtins.list[Message] = []
-        for expected, (index, data) in enumerate(result):
+        for expected, (index, data) in enumerate(result, start):
             if index != expected:
                 raise StoredDataError(key, expected, f"missing (next stored index is {index})")
             messages.append(load_message(key, index, data))
-        if len(messages) != count:
-            raise StoredDataError(key, len(messages), f"missing (expected {count} messages)")
-        return MessageList(messages)
+        if len(messages) != end - start:
+            raise StoredDataError(key, start + len(messages), f"missing (expected {end} messages)")
+        return messages
 
     # --- changing -----------------------------------------------------------------------------
 
     async def create(
         self,
-        owner: str,
         messages: MessageList,
         config: dict[str, Any],
         metadata: dict[str, Any],
@@ -127,7 +184,7 @@ class ConversationRepository:
         check_unique_pending(key, rows, stored=set())
         values = {
             "id": key,
-            "owner": owner,
+            "owner": self._owner_only(),
             "created_at": now,
             "updated_at": now,
             "config": dict(config),
@@ -157,13 +214,49 @@ class ConversationRepository:
         (LeaseHeld), on a stale ``expected_version`` (VersionConflict), and when a result targets
         a call that is not pending (ToolCallNotPending). An empty delta changes nothing.
         """
-        row, changes = await self._lock(conversation_id, expected_version=expected_version)
+        row = await self._lock(conversation_id, expected_version=expected_version)
+        changes = await self._write_delta(row, messages, tool_results, config)
+        return await (self._record(row) if changes is None else self._bump(row, **changes))
+
+    async def begin_run(
+        self,
+        conversation_id: str,
+        run_id: str,
+        ttl_seconds: float,
+        *,
+        messages: Sequence[Message] = (),
+        tool_results: Sequence[ToolOutcome] = (),
+        update_config: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        expected_version: int | None = None,
+    ) -> ConversationRecord:
+        """Apply a delta (as ``apply_delta``; ``update_config`` turns the stored config into
+        the new one) and take the lease for ``run_id``, in one locked write.
+
+        LeaseHeld while another run holds it.
+        """
+        row = await self._lock(conversation_id, expected_version=expected_version)
+        config = update_config(dict(row["config"])) if update_config is not None else None
+        changes = await self._write_delta(row, messages, tool_results, config)
+        lease = {"lease_run_id": run_id, "lease_expires_at": self._now() + _ttl(ttl_seconds)}
+        if changes is not None:
+            return await self._bump(row, **changes, **lease)
+        await self._session.execute(update(_CONVERSATIONS).where(_C.id == row["id"]).values(lease))
+        return await self._record({**row, **lease})
+
+    async def _write_delta(
+        self,
+        row: RowMapping,
+        messages: Sequence[Message],
+        tool_results: Sequence[ToolOutcome],
+        config: dict[str, Any] | None,
+    ) -> dict[str, Any] | None:
+        """Write a delta's rows; the conversation's changed columns, or None for an empty one."""
         key = row["id"]
-        completions = await self._completions(key, tool_results)
+        completions = await completions_for(self._session, key, tool_results)
         rows = message_rows(key, row["message_count"], messages)
-        await self._check_new_pending(key, rows, completing={c[0] for c in completions})
+        await check_new_pending(self._session, key, rows, completing={c[0] for c in completions})
         if not (rows or completions or config is not None):
-            return await self._record(row)
+            return None
         for _call_id, index, data in completions:
             await self._session.execute(
                 update(_MESSAGES)
@@ -172,9 +265,10 @@ class ConversationRepository:
             )
         if rows:
             await self._session.execute(insert(_MESSAGES), rows)
+        changes: dict[str, Any] = {"message_count": row["message_count"] + len(rows)}
         if config is not None:
             changes["config"] = dict(config)
-        return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
+        return changes
 
     async def append_messages(
         self,
@@ -191,24 +285,21 @@ class ConversationRepository:
         LeaseLost; without it, like ``apply_delta(messages=...)``: refused while running.
         ``release_lease`` lets go of the run's lease in the same write (its last messages).
         """
-        row, changes = await self._lock(
-            conversation_id, expected_version=expected_version, run_id=run_id
-        )
+        row = await self._lock(conversation_id, expected_version=expected_version, run_id=run_id)
         key = row["id"]
         rows = message_rows(key, row["message_count"], messages)
-        await self._check_new_pending(key, rows, completing=set())
+        await check_new_pending(self._session, key, rows, completing=set())
         if not rows:
             return await self._record(row)
         await self._session.execute(insert(_MESSAGES), rows)
-        if release_lease and run_id is not None:
-            changes = dict(_NO_LEASE)
+        changes = dict(_NO_LEASE) if release_lease and run_id is not None else {}
         return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
 
     async def clear(
         self, conversation_id: str, expected_version: int | None = None
     ) -> ConversationRecord:
         """Remove every message but the system prompts (AgentMessage), which are renumbered."""
-        row, changes = await self._lock(conversation_id, expected_version=expected_version)
+        row = await self._lock(conversation_id, expected_version=expected_version)
         key = row["id"]
         result = await self._session.execute(
             select(_M.idx, _M.data).where(_M.conversation_id == key).order_by(_M.idx)
@@ -227,12 +318,28 @@ class ConversationRepository:
                     .where(_M.conversation_id == key, _M.idx == old_index)
                     .values(idx=new_index)
                 )
-        return await self._bump(row, message_count=len(kept), **changes)
+        return await self._bump(row, message_count=len(kept))
+
+    async def rewind(
+        self, conversation_id: str, keep: int, expected_version: int | None = None
+    ) -> ConversationRecord:
+        """Keep the first ``keep`` messages and delete the rest, pending tool calls with them.
+
+        Refused while a run holds the lease (LeaseHeld) and on a stale version; ValueError when
+        ``keep`` is not between 0 and the message count.
+        """
+        row = await self._lock(conversation_id, expected_version=expected_version)
+        if not 0 <= keep <= row["message_count"]:
+            raise ValueError(f"keep must be between 0 and {row['message_count']}, not {keep}")
+        await self._session.execute(
+            delete(_MESSAGES).where(_M.conversation_id == row["id"], _M.idx >= keep)
+        )
+        return await self._bump(row, message_count=keep)
 
     async def delete(self, conversation_id: str, expected_version: int | None = None) -> None:
         """Delete the conversation and its messages; refused (LeaseHeld) while running."""
-        row, _ = await self._lock(conversation_id, expected_version=expected_version)
-        await self._session.execute(delete(_CONVERSATIONS).where(_C.id == row["id"]))
+        row = await self._lock(conversation_id, expected_version=expected_version)
+        await self._session.execute(delete(_CONVERSATIONS).where(self._mine(row["id"])))
 
     # --- the run lease --------------------------------------------------------------------------
 
@@ -244,12 +351,16 @@ class ConversationRepository:
         An expired lease is taken over; acquiring again as the holder extends the lease.
         """
         row = await self._locked_row(conversation_id)
-        now = self._now()
         holder = row["lease_run_id"]
-        if holder is not None and holder != run_id and row["lease_expires_at"] > now:
-            raise LeaseHeld(row["id"], holder)
+        if holder is not None and holder != run_id:
+            if row["lease_expires_at"] > self._now():
+                raise LeaseHeld(row["id"], holder)
+            row = await self._end_abandoned_run(row)
+        now = self._now()
         values = {"lease_run_id": run_id, "lease_expires_at": now + _ttl(ttl_seconds)}
-        await self._session.execute(update(_CONVERSATIONS).where(_C.id == row["id"]).values(values))
+        await self._session.execute(
+            update(_CONVERSATIONS).where(self._mine(row["id"])).values(values)
+        )
         return await self._record({**row, **values})
 
     async def renew_lease(self, conversation_id: str, run_id: str, ttl_seconds: float) -> bool:
@@ -259,7 +370,7 @@ class ConversationRepository:
         """
         result = await self._session.execute(
             update(_CONVERSATIONS)
-            .where(_C.id == conversation_key(conversation_id), _C.lease_run_id == run_id)
+            .where(self._mine(conversation_key(conversation_id)), _C.lease_run_id == run_id)
             .values(lease_expires_at=self._now() + _ttl(ttl_seconds))
             .returning(_C.id)
         )
@@ -269,7 +380,7 @@ class ConversationRepository:
         """Let go of the lease if ``run_id`` holds it; otherwise do nothing."""
         await self._session.execute(
             update(_CONVERSATIONS)
-            .where(_C.id == conversation_key(conversation_id), _C.lease_run_id == run_id)
+            .where(self._mine(conversation_key(conversation_id)), _C.lease_run_id == run_id)
             .values(_NO_LEASE)
         )
 
@@ -277,95 +388,62 @@ class ConversationRepository:
 
     async def _locked_row(self, conversation_id: str) -> RowMapping:
         key = conversation_key(conversation_id)
-        query = select(_CONVERSATIONS).where(_C.id == key).with_for_update()
+        query = select(_CONVERSATIONS).where(self._mine(key)).with_for_update()
         row = (await self._session.execute(query)).mappings().one_or_none()
         if row is None:
             raise ConversationNotFound(conversation_id)
         return row
 
     async def _lock(
-        self, conversation_id: str, *, expected_version: int | None, run_id: str | None = None
-    ) -> tuple[RowMapping, dict[str, Any]]:
-        """Lock the row and check the lease and the version; also the lease changes to write."""
+        self,
+        conversation_id: str,
+        *,
+        expected_version: int | None,
+        run_id: str | None = None,
+    ) -> RowMapping:
+        """Lock the row, check the owner, the lease and the version; an expired lease is
+        ended first."""
         row = await self._locked_row(conversation_id)
         holder, expires = row["lease_run_id"], row["lease_expires_at"]
-        changes: dict[str, Any] = {}
         if run_id is not None:
             if holder != run_id:
                 raise LeaseLost(row["id"], run_id)
         elif holder is not None:
             if expires > self._now():
                 raise LeaseHeld(row["id"], holder)
-            changes = dict(_NO_LEASE)  # writing past an expired lease ends it
+            row = await self._end_abandoned_run(row)  # writing past an expired lease ends it
         if expected_version is not None and row["version"] != expected_version:
             raise VersionConflict(row["id"], row["version"], expected_version)
-        return row, changes
+        return row
+
+    async def end_abandoned_run(self, conversation_id: str) -> bool:
+        """End the run whose lease expired (its process died), if one holds the conversation:
+        the handler stores what it left, the lease is released. True if there was one."""
+        row = await self._locked_row(conversation_id)
+        if row["lease_run_id"] is None or row["lease_expires_at"] > self._now():
+            return False
+        await self._end_abandoned_run(row)
+        return True
+
+    async def _end_abandoned_run(self, row: RowMapping) -> RowMapping:
+        """Hand the expired lease's run to the handler, release the lease; the row after."""
+        if self._on_abandoned_run is not None:
+            await self._on_abandoned_run(self, row["id"], row["lease_run_id"])
+        await self.release_lease(row["id"], row["lease_run_id"])
+        return await self._locked_row(row["id"])
 
     async def _bump(self, row: RowMapping, **values: Any) -> ConversationRecord:
         result = await self._session.execute(
             update(_CONVERSATIONS)
-            .where(_C.id == row["id"])
+            .where(self._mine(row["id"]))
             .values(version=row["version"] + 1, updated_at=self._now(), **values)
             .returning(*_CONVERSATIONS.c)
         )
         return await self._record(result.mappings().one())
 
     async def _record(self, row: Mapping[Any, Any]) -> ConversationRecord:
-        pending = await self._pending_ids([row["id"]])
+        pending = await pending_ids(self._session, [row["id"]])
         return to_record(row, pending.get(row["id"], ()))
-
-    async def _pending_ids(self, keys: Sequence[str]) -> dict[str, tuple[str, ...]]:
-        if not keys:
-            return {}
-        # No ORDER BY: sorting by idx in SQL makes SQLite walk every row of the conversation
-        # instead of the small partial index of pending calls.
-        result = await self._session.execute(
-            select(_M.conversation_id, _M.idx, _M.pending_call_id).where(
-                _M.conversation_id.in_(keys), _M.pending_call_id.is_not(None)
-            )
-        )
-        found: dict[str, list[tuple[int, str]]] = {}
-        for key, index, call_id in result:
-            found.setdefault(key, []).append((index, call_id))
-        return {key: tuple(c for _, c in sorted(calls)) for key, calls in found.items()}
-
-    async def _completions(
-        self, key: str, outcomes: Sequence[ToolOutcome]
-    ) -> builtins.list[tuple[str, int, str]]:
-        """(tool_call_id, index, completed JSON) per outcome; ToolCallNotPending if one is not."""
-        if not outcomes:
-            return []
-        ids = [outcome.tool_call_id for outcome in outcomes]
-        result = await self._session.execute(
-            select(_M.pending_call_id, _M.idx, _M.data).where(
-                _M.conversation_id == key, _M.pending_call_id.in_(ids)
-            )
-        )
-        pending = {call_id: (index, data) for call_id, index, data in result}
-        completions: builtins.list[tuple[str, int, str]] = []
-        for outcome in outcomes:
-            if outcome.tool_call_id not in pending:  # unknown, or completed (maybe just now)
-                raise ToolCallNotPending(key, outcome.tool_call_id)
-            index, data = pending.pop(outcome.tool_call_id)
-            call = load_message(key, index, data)
-            if not isinstance(call, ToolCallMessage) or not call.pending:
-                raise StoredDataError(key, index, "marked as a pending tool call but is not one")
-            done = call.completed(result=outcome.result, error=outcome.error)
-            completions.append((outcome.tool_call_id, index, dump_message(done, index)))
-        return completions
-
-    async def _check_new_pending(
-        self, key: str, rows: Sequence[dict[str, Any]], completing: set[str]
-    ) -> None:
-        new_ids = [r["pending_call_id"] for r in rows if r["pending_call_id"] is not None]
-        if not new_ids:
-            return
-        result = await self._session.execute(
-            select(_M.pending_call_id).where(
-                _M.conversation_id == key, _M.pending_call_id.in_(new_ids)
-            )
-        )
-        check_unique_pending(key, rows, stored=set(result.scalars()) - completing)
 
 
 def _ttl(ttl_seconds: float) -> timedelta:

@@ -1,4 +1,4 @@
-"""The SQL schema: declarative rows for conversations and their messages (DESIGN.md §5).
+"""The SQL schema: conversations and their messages (DESIGN §5), runs and their events (§4a).
 
 Imports SQLAlchemy only. Rows stay inside app/storage; the repository returns records.
 """
@@ -10,6 +10,7 @@ from typing import Any, cast
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     CheckConstraint,
     DateTime,
     Dialect,
@@ -123,5 +124,57 @@ Index(
     ConversationRow.id.desc(),
 )
 
+
+class RunRow(Base):
+    """One run of the model on a conversation: who started it, how it ended."""
+
+    __tablename__ = "runs"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    conversation_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("conversations.id", ondelete="CASCADE")
+    )
+    owner: Mapped[str] = mapped_column(String(255))
+    status: Mapped[str] = mapped_column(String(32))
+    on_disconnect: Mapped[str] = mapped_column(String(16))
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    usage: Mapped[dict[str, Any] | None] = mapped_column(JSONDocument)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        # A conversation's runs newest first (the listing), keyset-paginated on (created_at, id).
+        Index("ix_runs_conversation_id_created_at_id", "conversation_id", "created_at", "id"),
+        # Finished runs whose events are due for pruning.
+        Index("ix_runs_finished_at", "finished_at"),
+    )
+
+
+class RunEventRow(Base):
+    """Events ``seq`` .. ``seq + count - 1`` of a run, as sent on its stream.
+
+    ``count`` is 1 but for merged text deltas of one block, whose ``data`` is then
+    ``{"index": i, "deltas": [...]}`` (app/runs/events.py reads and writes both shapes).
+    """
+
+    __tablename__ = "run_events"
+
+    run_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("runs.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True)
+    count: Mapped[int] = mapped_column(Integer, default=1)
+    name: Mapped[str] = mapped_column(String(32))
+    data: Mapped[str] = mapped_column(Text)
+
+    __table_args__ = (
+        CheckConstraint("seq >= 1", name="seq_positive"),
+        CheckConstraint("count >= 1", name="count_positive"),
+    )
+
+
 CONVERSATIONS = cast(Table, ConversationRow.__table__)
 MESSAGES = cast(Table, MessageRow.__table__)
+RUNS = cast(Table, RunRow.__table__)
+RUN_EVENTS = cast(Table, RunEventRow.__table__)

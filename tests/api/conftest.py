@@ -6,6 +6,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -21,14 +22,21 @@ def settings(database_url: str) -> Settings:
     return Settings(database_url=database_url, sse_ping_seconds=0)
 
 
-@pytest.fixture
-async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+@asynccontextmanager
+async def app_client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """The app in-process through httpx's ASGI transport (whole responses, no disconnects)."""
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://parley") as c:
             yield c
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    """The app in-process on the test database."""
+    async with app_client(settings) as c:
+        yield c
 
 
 def _free_port() -> int:

@@ -145,7 +145,7 @@ async def test_malformed_json_is_400_problem(client: httpx.AsyncClient) -> None:
     )
     assert response.status_code == 400
     assert response.headers["content-type"] == PROBLEM
-    assert response.json()["type"] == "/problems/malformed-json"
+    assert response.json()["type"] == "/problems/malformed_json"
 
 
 async def test_unknown_id_is_404_problem(client: httpx.AsyncClient) -> None:
@@ -247,7 +247,11 @@ async def test_context_keeps_system_prompt_and_recent_messages(
     texts = [f"message number {i} " + "word " * 20 for i in range(6)]
     await client.post(
         f"/conversations/{conv['id']}/deltas",
-        json={"messages": [{"role": "user", "text": t} for t in texts]},
+        json={
+            "messages": [
+                {"role": ("user", "assistant")[i % 2], "text": t} for i, t in enumerate(texts)
+            ]
+        },
     )
     full = (await client.get(f"/conversations/{conv['id']}/context")).json()
     assert full["dropped"] == 0 and len(full["messages"]) == 7
@@ -293,7 +297,7 @@ async def test_cancel_without_a_run_is_409(client: httpx.AsyncClient) -> None:
     conv = await create(client)
     response = await client.post(f"/conversations/{conv['id']}/cancel")
     assert response.status_code == 409
-    assert response.json()["type"] == "/problems/no-active-run"
+    assert response.json()["type"] == "/problems/no_active_run"
 
 
 async def test_chunked_body_over_the_limit_is_413(client: httpx.AsyncClient) -> None:

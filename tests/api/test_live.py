@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import uvicorn
 
+from app.main import create_app
+from app.settings import Settings
 from tests.api.conftest import LiveServer, wait_for
 from tests.api.sse import Event, events
 
@@ -146,3 +152,69 @@ async def test_head_on_the_stream_does_not_leave_the_conversation_running(
         assert await wait_for(idle, within=1.0)
         follow = await http.get(f"/conversations/{conv_id}/stream")
         assert follow.status_code == 200
+
+
+async def test_a_client_that_reads_nothing_is_disconnected_after_the_send_timeout(
+    database_url: str,
+) -> None:
+    settings = Settings(
+        database_url=database_url,
+        sse_ping_seconds=0,
+        sse_send_timeout_seconds=1,
+        offline_delay_ms=2,
+        max_text_chars=1_000_000,
+        max_body_bytes=2_000_000,
+    )
+    listener = socket.socket()
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # small kernel buffers, so
+    listener.bind(("127.0.0.1", 0))  # a client that reads nothing blocks the server's sends soon
+    port = listener.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    try:
+        await wait_for(_started(server), within=5.0)
+        await _unread_stream_is_cut(port)
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        listener.close()
+
+
+def _started(server: uvicorn.Server) -> Callable[[], Any]:
+    async def check() -> bool:
+        return bool(server.started)
+
+    return check
+
+
+async def _unread_stream_is_cut(port: int) -> None:
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
+        conv_id = (await http.post("/conversations", json={})).json()["id"]
+        # 6,000 long words at 2 ms each: the model would take 12 s and more.
+        text = " ".join(f"{i:04d}" + "x" * 60 for i in range(6_000))
+        body = json.dumps({"messages": [{"role": "user", "text": text}]}).encode()
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # before the handshake
+        sock.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
+        reader, writer = await asyncio.open_connection(sock=sock, limit=1024)
+        writer.write(
+            f"POST /conversations/{conv_id}/stream HTTP/1.1\r\nHost: x\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        await writer.drain()
+        try:
+            assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+
+            async def ended() -> Any:
+                runs = (await http.get(f"/conversations/{conv_id}/runs")).json()["items"]
+                return runs[0] if runs and runs[0]["status"] != "running" else None
+
+            run = await wait_for(ended, within=8.0)  # no reading at all from here on
+            assert run is not None and run["status"] == "aborted"
+            state = (await http.get(f"/conversations/{conv_id}")).json()
+            assert state["status"] == "idle" and state["message_count"] == 2
+        finally:
+            writer.close()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from app.api.openapi_export import openapi_document, render
+from app.openapi_export import openapi_document, render
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 

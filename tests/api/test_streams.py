@@ -34,7 +34,9 @@ async def test_post_stream_applies_delta_then_streams_words_and_persists(
     names = [e.name for e in events]
     assert names[0] == "run_started" and names[-1] == "done"
     assert names.count("content_block_delta") == 5
-    ids = [int(e.id) for e in events if e.id]
+    run_id = events[0].data["run_id"]
+    assert all(e.id and e.id.startswith(f"{run_id}:") for e in events)
+    ids = [int(e.id.split(":")[1]) for e in events if e.id]
     assert ids == sorted(ids) and len(set(ids)) == len(ids)
     deltas = "".join(e.data["delta"] for e in events if e.name == "content_block_delta")
     assert deltas == "why is the sky blue"
@@ -148,17 +150,18 @@ async def test_nothing_to_answer_is_409_and_leaves_the_conversation_idle(
     conv_id = await create(client, system_prompt="Be brief.")
     response = await client.get(f"/conversations/{conv_id}/stream")
     assert response.status_code == 409
-    assert response.json()["type"] == "/problems/nothing-to-answer"
+    assert response.json()["type"] == "/problems/nothing_to_answer"
     state = (await client.get(f"/conversations/{conv_id}")).json()
     assert state["status"] == "idle" and state["message_count"] == 1
 
 
-async def test_an_eventsource_reconnect_gets_204_and_runs_nothing(
+async def test_an_eventsource_reconnect_after_done_gets_204_and_runs_nothing(
     client: httpx.AsyncClient,
 ) -> None:
     conv_id = await create(client)
-    await stream(client, conv_id, {"messages": [{"role": "user", "text": "hi"}]})
-    again = await client.get(f"/conversations/{conv_id}/stream", headers={"Last-Event-ID": "9"})
+    events = await stream(client, conv_id, {"messages": [{"role": "user", "text": "hi"}]})
+    headers = {"Last-Event-ID": str(events[-1].id)}
+    again = await client.get(f"/conversations/{conv_id}/stream", headers=headers)
     assert again.status_code == 204
     assert (await client.get(f"/conversations/{conv_id}")).json()["message_count"] == 2
 

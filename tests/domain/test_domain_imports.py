@@ -53,3 +53,52 @@ def test_the_checker_catches_a_forbidden_import(tmp_path: Path) -> None:
     )
     modules = [m for _, m in imported_modules(sample)]
     assert [m for m in modules if not allowed(m)] == ["pydantic", "app.providers", "sqlalchemy.orm"]
+
+
+def domain_graph() -> dict[str, set[str]]:
+    """Which app.domain module imports which, TYPE_CHECKING and function-level imports included.
+
+    ``app/domain/__init__.py`` re-exports the package and is left out: it imports everything.
+    """
+    graph: dict[str, set[str]] = {}
+    for path in sorted(DOMAIN.glob("*.py")):
+        if path.name == "__init__.py":
+            continue
+        graph[f"app.domain.{path.stem}"] = {
+            module for _, module in imported_modules(path) if module.startswith("app.domain.")
+        }
+    return graph
+
+
+def cycles(graph: dict[str, set[str]], allowed_pairs: set[frozenset[str]]) -> list[list[str]]:
+    """The import circles of ``graph``, except between the pairs allowed to know each other."""
+    found: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        for nxt in sorted(graph.get(node, ())):
+            if frozenset((node, nxt)) in allowed_pairs:
+                continue
+            if nxt in path:
+                found.append([*path[path.index(nxt) :], nxt])
+            elif len(path) < len(graph):
+                visit(nxt, [*path, nxt])
+
+    for start in graph:
+        visit(start, [start])
+    return found
+
+
+# The builder and the conversation may know each other (seed 001: continuation returns a builder).
+MUTUAL = {frozenset(("app.domain.builder", "app.domain.conversation"))}
+
+
+def test_domain_imports_point_one_way() -> None:
+    graph = domain_graph()
+    assert "app.domain.conversation" not in graph["app.domain.run"]
+    assert cycles(graph, MUTUAL) == []
+
+
+def test_the_cycle_finder_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert ["a", "b", "c", "a"] in cycles(graph, set())
+    assert cycles({"a": {"b"}, "b": {"a"}}, {frozenset(("a", "b"))}) == []

@@ -122,13 +122,13 @@ async def test_req9_2_prompt_conversation_returns_a_multi_turn_conversation(
 
 async def test_req9_3_one_shot_methods_run_through_the_conversation() -> None:
     conversation = CountingConversation(
-        MessageList([TextMessage("earlier")]),
+        MessageList([TextMessage("earlier"), TextMessage("noted", Role.ASSISTANT)]),
         ConversationConfig(model_selector=selector(OfflineAdapter())),
     )
     reply = await conversation.continuation.request("one shot").prompt()
     assert reply == "one shot"
     assert conversation.steps == 2  # one message, then the end of the iteration
-    assert texts(conversation.messages) == ["earlier", "one shot", "one shot"]
+    assert texts(conversation.messages) == ["earlier", "noted", "one shot", "one shot"]
 
 
 async def test_req9_4_one_shot_and_multi_turn_use_the_same_mechanism() -> None:

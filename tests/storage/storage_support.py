@@ -37,15 +37,20 @@ class Store:
         self.database = database
         self.clock = clock
 
-    async def __call__(self, operation: Callable[[ConversationRepository], Awaitable[T]]) -> T:
+    async def __call__(
+        self,
+        operation: Callable[[ConversationRepository], Awaitable[T]],
+        owner: str | None = None,
+    ) -> T:
+        """``operation`` on ``owner``'s repository (default: the system's unscoped one)."""
         async with self.database.transaction() as session:
-            return await operation(ConversationRepository(session, clock=self.clock))
+            return await operation(ConversationRepository(session, owner=owner, clock=self.clock))
 
     async def create(self, messages: MessageList | None = None, **kw: Any) -> ConversationRecord:
         owner = kw.pop("owner", "alice")
         config = kw.pop("config", {})
         metadata = kw.pop("metadata", {})
-        return await self(lambda r: r.create(owner, messages or MessageList(), config, metadata))
+        return await self(lambda r: r.create(messages or MessageList(), config, metadata), owner)
 
     async def sql(self, statement: str, **params: Any) -> list[Any]:
         """Raw SQL against the test database (to corrupt rows or look behind the repository)."""

@@ -37,7 +37,7 @@ async def main(url, conversation_id, writer, count):
     try:
         for n in range(count):
             async with database.transaction() as session:
-                await ConversationRepository(session).append_messages(
+                await ConversationRepository(session, owner=None).append_messages(
                     conversation_id, [TextMessage(f"{writer}:{n}")]
                 )
     finally:
@@ -51,7 +51,7 @@ async def in_own_transaction(
     database: Database, operation: Callable[[ConversationRepository], Awaitable[Any]]
 ) -> Any:
     async with database.transaction() as session:
-        return await operation(ConversationRepository(session))
+        return await operation(ConversationRepository(session, owner=None))
 
 
 async def appender(database: Database, conversation_id: str, writer: int) -> list[int]:

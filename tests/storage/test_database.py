@@ -63,11 +63,13 @@ async def test_a_readonly_session_reads_while_a_writer_holds_the_lock(
     database: Database,
 ) -> None:
     async with database.transaction() as session:
-        record = await ConversationRepository(session).create("alice", MessageList(), {}, {})
+        record = await ConversationRepository(session, owner="alice").create(MessageList(), {}, {})
     async with database.session() as writer:
-        await ConversationRepository(writer).acquire_lease(record.id, "run-1", 60)
+        await ConversationRepository(writer, owner="alice").acquire_lease(record.id, "run-1", 60)
         async with database.session(readonly=True) as reader:
-            seen = await asyncio.wait_for(ConversationRepository(reader).get(record.id), 2)
+            seen = await asyncio.wait_for(
+                ConversationRepository(reader, owner="alice").get(record.id), 2
+            )
         assert seen.lease_run_id is None  # the writer has not committed
         await writer.commit()
 
@@ -75,7 +77,7 @@ async def test_a_readonly_session_reads_while_a_writer_holds_the_lock(
 async def test_a_session_left_with_an_error_rolls_back(database: Database) -> None:
     with pytest.raises(RuntimeError):
         async with database.transaction() as session:
-            await ConversationRepository(session).create("alice", MessageList(), {}, {})
+            await ConversationRepository(session, owner="alice").create(MessageList(), {}, {})
             raise RuntimeError("boom")
     async with database.session() as session:
-        assert await ConversationRepository(session).list("alice", 10) == ([], None)
+        assert await ConversationRepository(session, owner="alice").list(10) == ([], None)

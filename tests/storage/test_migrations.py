@@ -47,6 +47,8 @@ async def test_upgrade_check_downgrade_upgrade(
         "alembic_version",
         "conversations",
         "messages",
+        "runs",
+        "run_events",
     }
 
 

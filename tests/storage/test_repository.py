@@ -58,7 +58,7 @@ async def test_round_trip_gives_exactly_the_serialized_document(store: Store) ->
 async def test_get_returns_what_create_returned(store: Store) -> None:
     created = await store.create(sample_messages(), owner="bob", config={"temperature": 0.5})
 
-    fetched = await store(lambda r: r.get(created.id, owner="bob"))
+    fetched = await store(lambda r: r.get(created.id), owner="bob")
 
     assert fetched == created
     assert fetched.created_at.tzinfo is not None
@@ -79,7 +79,7 @@ async def test_get_hides_unknown_malformed_and_foreign_conversations(store: Stor
         ("", None),
     ]:
         with pytest.raises(ConversationNotFound):
-            await store(lambda r, c=conversation_id, o=owner: r.get(c, owner=o))
+            await store(lambda r, c=conversation_id: r.get(c), owner=owner)
     with pytest.raises(ConversationNotFound):
         await store(lambda r: r.load_messages("f" * 32))
 
@@ -98,7 +98,7 @@ async def test_list_pages_newest_first(store: Store, clock: FakeClock) -> None:
 
     seen, cursor, pages = [], None, 0
     while True:
-        page, cursor = await store(lambda r, c=cursor: r.list("alice", limit=3, cursor=c))
+        page, cursor = await store(lambda r, c=cursor: r.list(limit=3, cursor=c), "alice")
         seen.extend(page)
         pages += 1
         if cursor is None:
@@ -106,17 +106,17 @@ async def test_list_pages_newest_first(store: Store, clock: FakeClock) -> None:
 
     assert [(r.created_at, r.id) for r in seen] == expected
     assert pages == 3 and all(r.owner == "alice" for r in seen)
-    assert await store(lambda r: r.list("nobody", limit=5)) == ([], None)
+    assert await store(lambda r: r.list(limit=5), "nobody") == ([], None)
 
 
 async def test_list_refuses_cursors_it_did_not_issue(store: Store) -> None:
     await store.create()
     await store.create()
-    _, cursor = await store(lambda r: r.list("alice", limit=1))
+    _, cursor = await store(lambda r: r.list(limit=1), "alice")
     assert cursor is not None
     for bad in ["garbage", cursor[:-3], "W10", "WyJ4IiwieSJd", cursor + "!!"]:
         with pytest.raises(InvalidCursor):
-            await store(lambda r, b=bad: r.list("alice", limit=1, cursor=b))
+            await store(lambda r, b=bad: r.list(limit=1, cursor=b), "alice")
 
 
 async def test_apply_delta_appends_completes_and_sets_config(

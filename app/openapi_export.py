@@ -1,6 +1,7 @@
-"""Write the OpenAPI document: ``python -m app.api.openapi_export openapi/openapi.json``.
+"""Write the OpenAPI document: ``python -m app.openapi_export openapi/openapi.json``.
 
-``tests/api/test_openapi.py`` fails when the committed document drifts from the app.
+``tests/api/test_openapi.py`` fails when the committed document drifts from the app. It sits
+beside ``app.main``, not in ``app.api``: it builds the whole application, which imports the API.
 """
 
 from __future__ import annotations

@@ -1,0 +1,168 @@
+"""Routes that read and reshape a conversation's history: messages (paged), context, fork,
+rewind, and import in a provider's format.
+
+May import FastAPI, schemas, deps and the runs layer. Each route parses, calls one use case,
+and maps the result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Path, Query, status
+from fastapi.responses import JSONResponse, Response
+
+from app.api import convert
+from app.api.deps import ConversationsDep, HistoryDep, IfMatchDep
+from app.api.history_schemas import ForkIn, ImportIn, MessagePage, RewindIn
+from app.api.problems import Unprocessable
+from app.api.schemas import ContextMessage, ContextOut, ConversationOut, MessageListDocument
+from app.domain import FORMAT_VERSION, MessageList, to_anthropic_format, to_openai_format
+from app.runs.conversations import ConversationView
+from app.runs.history import HistoryService
+
+router = APIRouter(prefix="/conversations", tags=["history"])
+
+IdPath = Annotated[str, Path(description="The conversation id.")]
+DEFAULT_PAGE = 100
+MAX_PAGE = 1000
+
+
+def _created(view: ConversationView) -> JSONResponse:
+    out = convert.conversation_out(view)
+    headers = {"Location": f"/conversations/{out.id}", **convert.etag(out.version)}
+    return JSONResponse(out.model_dump(mode="json"), status_code=201, headers=headers)
+
+
+@router.post("/import", status_code=status.HTTP_201_CREATED, response_model=ConversationOut)
+async def import_conversation(
+    body: ImportIn,
+    history: HistoryDep,
+    format: Annotated[
+        Literal["openai", "anthropic"],
+        Query(description="The shape of the body: `openai` or `anthropic`."),
+    ],
+) -> JSONResponse:
+    """Create a conversation from an OpenAI chat-completions or Anthropic messages request
+    (what `GET …/messages?format=…` exports). A bad item is named by index and field."""
+    convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
+    if format == "openai" and body.system is not None:
+        raise Unprocessable(
+            "the OpenAI format has no 'system' field: send a system message",
+            errors=[{"loc": ["body", "system"], "msg": "not in this format", "type": "extra"}],
+        )
+    document: dict[str, Any] = {"messages": body.messages, "system": body.system}
+    view = await history.import_document(
+        format, document, convert.config_patch(body.config), body.metadata
+    )
+    return _created(view)
+
+
+@router.post(
+    "/{conversation_id}/fork", status_code=status.HTTP_201_CREATED, response_model=ConversationOut
+)
+async def fork_conversation(
+    conversation_id: IdPath, history: HistoryDep, body: ForkIn | None = None
+) -> JSONResponse:
+    """A new conversation with the first `keep` messages (default: all), the same config and
+    system prompt, and `metadata.forked_from` = `{"id", "keep"}`."""
+    keep = body.keep if body is not None else None
+    return _created(await history.fork(conversation_id, keep))
+
+
+@router.post("/{conversation_id}/rewind", response_model=ConversationOut)
+async def rewind_conversation(
+    conversation_id: IdPath, body: RewindIn, history: HistoryDep, expected_version: IfMatchDep
+) -> Response:
+    """Drop the messages after the first `keep` (pending tool calls among them too). 409
+    while a run holds the conversation; with `If-Match`, 412 on a stale version."""
+    view = await history.rewind(conversation_id, body.keep, expected_version)
+    out = convert.conversation_out(view)
+    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+
+
+@router.get(
+    "/{conversation_id}/messages",
+    response_model=MessageListDocument | MessagePage,
+    responses={
+        200: {"description": "The serialized MessageList, a page of it, or a provider's shape."}
+    },
+)
+async def get_messages(
+    conversation_id: IdPath,
+    conversations: ConversationsDep,
+    history: HistoryDep,
+    format: Annotated[
+        Literal["parley", "openai", "anthropic"],
+        Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
+    ] = "parley",
+    after: Annotated[
+        int | None, Query(ge=0, description="Page: the messages after this index.")
+    ] = None,
+    limit: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_PAGE, description=f"Page: at most this many (default {DEFAULT_PAGE})."),
+    ] = None,
+) -> Any:
+    """The conversation's messages: the serialized document ("save") that `POST
+    /conversations` loads back, or `?format=openai` / `?format=anthropic`. With `after`
+    or `limit`, one page of the serialized document and `next_after` to continue from."""
+    if after is not None or limit is not None:
+        if format != "parley":
+            raise Unprocessable(
+                "pages are served in the parley format only",
+                errors=[{"loc": ["query", "format"], "msg": "must be parley", "type": "value"}],
+            )
+        return await _page(history, conversation_id, after, limit or DEFAULT_PAGE)
+    messages = list(await conversations.messages(conversation_id))
+    if format == "openai":
+        return JSONResponse({"messages": to_openai_format(messages)})
+    if format == "anthropic":
+        return JSONResponse(to_anthropic_format(messages))
+    return JSONResponse(MessageList(messages).to_dict())
+
+
+async def _page(
+    history: HistoryService, conversation_id: str, after: int | None, limit: int
+) -> JSONResponse:
+    page = await history.page(conversation_id, after, limit)
+    body = MessagePage(
+        messages=[m.to_serializable_dict() for m in page.messages],
+        version=FORMAT_VERSION,
+        start=page.start,
+        total=page.total,
+        next_after=page.next_after,
+    )
+    return JSONResponse(body.model_dump(mode="json"))
+
+
+@router.get("/{conversation_id}/context", response_model=ContextOut)
+async def get_context(
+    conversation_id: IdPath,
+    history: HistoryDep,
+    max_tokens: Annotated[
+        int | None, Query(ge=1, description="Token budget (default: the config's).")
+    ] = None,
+) -> ContextOut:
+    """The messages a run would send within `max_tokens`: the system prompt always, then the
+    most recent messages that fit, repaired as every model call repairs them (an unanswered
+    tool call gets an "interrupted" error, same-role turns are merged, …), with token counts."""
+    context = await history.context(conversation_id, max_tokens)
+    return ContextOut(
+        max_tokens=context.budget,
+        total_tokens=sum(context.token_counts),
+        exact=context.exact,
+        dropped=context.dropped,
+        messages=[
+            ContextMessage(
+                index=r.sources[0],
+                indices=list(r.sources),
+                repaired=changed,
+                tokens=tokens,
+                message=r.message.to_serializable_dict(),
+            )
+            for r, changed, tokens in zip(
+                context.messages, context.changed, context.token_counts, strict=True
+            )
+        ],
+    )

@@ -1,0 +1,81 @@
+"""Request and response schemas of the history routes (issue 14): fork, rewind, import, pages.
+
+May import pydantic only. Kept beside ``schemas`` so the history routes change in one place.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from app.api.schemas import ConfigPatch
+
+
+class ForkIn(BaseModel):
+    """How much of the conversation the fork starts with."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"keep": 4}]})
+
+    keep: int | None = Field(
+        None, ge=0, description="Copy the first `keep` messages (default: all)."
+    )
+
+
+class RewindIn(BaseModel):
+    """How many messages to keep; the later ones are dropped."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"keep": 2}]})
+
+    keep: int = Field(ge=0, description="Keep the first `keep` messages.")
+
+
+class ImportIn(BaseModel):
+    """A provider's own request shape, plus an optional config and metadata.
+
+    OpenAI: `messages` with `system`, `user`, `assistant` (with `tool_calls`) and `tool`
+    messages. Anthropic: `system` and `messages` with `text`, `tool_use` and `tool_result`
+    blocks. Other request keys (`model`, `max_tokens`, …) are accepted and ignored.
+    """
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "system", "content": "Be brief."},
+                        {"role": "user", "content": "What time is it?"},
+                        {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [
+                                {
+                                    "id": "call_1",
+                                    "type": "function",
+                                    "function": {"name": "clock", "arguments": "{}"},
+                                }
+                            ],
+                        },
+                        {"role": "tool", "tool_call_id": "call_1", "content": '"12:00"'},
+                    ],
+                    "metadata": {"source": "openai"},
+                }
+            ]
+        },
+    )
+
+    messages: list[JsonValue]
+    system: JsonValue = Field(None, description="Anthropic only: a string or text blocks.")
+    config: ConfigPatch | None = None
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+
+class MessagePage(BaseModel):
+    """A page of the serialized MessageList: the messages from index `start` on."""
+
+    messages: list[JsonValue]
+    version: str
+    start: int = Field(description="The index of the first message of this page.")
+    total: int = Field(description="How many messages the conversation holds.")
+    next_after: int | None = Field(
+        None, description="Pass as `?after=` for the next page; null on the last page."
+    )

@@ -1,0 +1,257 @@
+"""Provider-format import: an OpenAI chat or Anthropic messages request made into messages.
+
+Imports only the standard library and the domain. The inverse of ``app.domain.formats``: what
+``to_openai_format`` / ``to_anthropic_format`` write, these read back to messages that write the
+same document again. A call with no result after it is read as pending. A bad item raises
+ProviderFormatError naming it by index and field (``loc``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.domain.errors import ProviderFormatError
+from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+
+Loc = tuple[str | int, ...]
+_ERROR_PREFIX = "Error: "
+
+
+def _fail(loc: Loc, problem: str) -> ProviderFormatError:
+    return ProviderFormatError(loc, problem)
+
+
+def _field(item: Mapping[str, Any], name: str, loc: Loc, kinds: tuple[type, ...]) -> Any:
+    value = item.get(name)
+    if not isinstance(value, kinds) or isinstance(value, bool):
+        expected = " or ".join("null" if k is type(None) else _KIND[k] for k in kinds)
+        raise _fail((*loc, name), f"must be {expected}")
+    return value
+
+
+_KIND: dict[type, str] = {str: "a string", list: "an array", dict: "an object"}
+
+
+def _items(value: Any, loc: Loc) -> list[Mapping[str, Any]]:
+    if not isinstance(value, list):
+        raise _fail(loc, "must be an array")
+    for i, item in enumerate(value):
+        if not isinstance(item, Mapping):
+            raise _fail((*loc, i), "must be an object")
+    return value
+
+
+def _outcome(call: ToolCallMessage, content: str, is_error: bool | None) -> ToolCallMessage:
+    """The call completed with what a tool message or tool_result block says.
+
+    ``is_error`` is the block's flag (Anthropic); None (OpenAI, which has no flag) reads a
+    content of the form "Error: …", as ``ToolCallMessage.result_text`` writes it, as an error.
+    """
+    if is_error is None:
+        is_error = content.startswith(_ERROR_PREFIX)
+    if is_error:
+        return call.completed(error=content.removeprefix(_ERROR_PREFIX))
+    try:
+        value = json.loads(content)
+    except ValueError:
+        return call.completed(result=content)
+    # Keep the text itself unless writing the value back gives the very same text.
+    same = not isinstance(value, str) and json.dumps(value, ensure_ascii=False) == content
+    return call.completed(result=value if same else content)
+
+
+class _Calls:
+    """The tool calls read so far, by id, so that a result finds its call."""
+
+    def __init__(self, out: list[Message]) -> None:
+        self.out = out
+        self.where: dict[str, int] = {}
+        self.turn_open = False
+
+    def add(self, call: ToolCallMessage, loc: Loc) -> None:
+        """Append a call; ``turn_open`` says it belongs to the reply of the call before it."""
+        if call.tool_call_id in self.where:
+            raise _fail((*loc, "id"), f"tool call id {call.tool_call_id!r} is used twice")
+        after_call = bool(self.out) and isinstance(self.out[-1], ToolCallMessage)
+        if after_call and not self.turn_open and not call.message:
+            # A new reply after the last one's results: an empty text keeps the two apart
+            # (adjacent calls without text are one reply, see docs/format.md).
+            self.out.append(TextMessage("", Role.ASSISTANT))
+        self.where[call.tool_call_id] = len(self.out)
+        self.out.append(call)
+        self.turn_open = True
+
+    def close_turn(self) -> None:
+        self.turn_open = False
+
+    def answer(self, call_id: str, content: str, is_error: bool | None, loc: Loc) -> None:
+        index = self.where.get(call_id)
+        call = self.out[index] if index is not None else None
+        if not isinstance(call, ToolCallMessage):
+            raise _fail(loc, f"no tool call with id {call_id!r} comes before this result")
+        if not call.pending:
+            raise _fail(loc, f"tool call {call_id!r} already has its result")
+        assert index is not None
+        self.out[index] = _outcome(call, content, is_error)
+
+
+# --- OpenAI chat completions -------------------------------------------------------------------
+
+
+def from_openai_format(messages: Any) -> list[Message]:
+    """Messages from a chat-completions ``messages`` array (``system``/``developer``, ``user``,
+    ``assistant`` with ``tool_calls``, ``tool``)."""
+    out: list[Message] = []
+    calls = _Calls(out)
+    for i, item in enumerate(_items(messages, ("messages",))):
+        loc: Loc = ("messages", i)
+        role = item.get("role")
+        calls.close_turn()
+        if role in ("system", "developer"):
+            out.append(AgentMessage(_openai_text(item, loc)))
+        elif role == "user":
+            out.append(TextMessage(_openai_text(item, loc), Role.USER))
+        elif role == "assistant" and item.get("tool_calls"):
+            _openai_calls(item, loc, calls)
+        elif role == "assistant":
+            out.append(TextMessage(_openai_text(item, loc), Role.ASSISTANT))
+        elif role == "tool":
+            call_id = _field(item, "tool_call_id", loc, (str,))
+            calls.answer(call_id, _openai_text(item, loc), None, (*loc, "tool_call_id"))
+        else:
+            raise _fail((*loc, "role"), f"unknown role {role!r}")
+    return out
+
+
+def _openai_text(item: Mapping[str, Any], loc: Loc) -> str:
+    """``content`` as text: a string, null, or an array of text parts."""
+    content = item.get("content")
+    if content is None or isinstance(content, str):
+        return content or ""
+    parts = _items(content, (*loc, "content"))
+    texts = []
+    for j, part in enumerate(parts):
+        if part.get("type") != "text":
+            raise _fail((*loc, "content", j, "type"), "only text parts can be imported")
+        texts.append(_field(part, "text", (*loc, "content", j), (str,)))
+    return "".join(texts)
+
+
+def _openai_calls(item: Mapping[str, Any], loc: Loc, calls: _Calls) -> None:
+    text = _openai_text(item, loc)
+    for j, entry in enumerate(_items(item["tool_calls"], (*loc, "tool_calls"))):
+        here = (*loc, "tool_calls", j)
+        function = _field(entry, "function", here, (dict,))
+        name = _field(function, "name", (*here, "function"), (str,))
+        raw = function.get("arguments") or "{}"
+        try:
+            arguments = json.loads(raw) if isinstance(raw, str) else None
+        except ValueError:
+            arguments = None
+        if not isinstance(arguments, dict):
+            raise _fail((*here, "function", "arguments"), "must be a JSON object in a string")
+        call_id = _field(entry, "id", here, (str,))
+        calls.add(_tool_call(name, call_id, arguments, here, text if j == 0 else ""), here)
+
+
+def _tool_call(
+    name: str, call_id: str, arguments: dict[str, Any], loc: Loc, text: str
+) -> ToolCallMessage:
+    """A call read as pending: its result, if any, comes later."""
+    if not name.strip():
+        raise _fail((*loc, "name"), "must not be empty")
+    if not call_id.strip():
+        raise _fail((*loc, "id"), "must not be empty")
+    return ToolCallMessage(name, call_id, arguments, message=text, pending=True)
+
+
+# --- Anthropic messages ------------------------------------------------------------------------
+
+
+def from_anthropic_format(system: Any, messages: Any) -> list[Message]:
+    """Messages from a messages-API ``system`` (a string or text blocks) and ``messages``
+    (``text``, ``tool_use`` and ``tool_result`` blocks); the system prompt comes first."""
+    out: list[Message] = []
+    prompt = _anthropic_system(system)
+    if prompt.strip():
+        out.append(AgentMessage(prompt))
+    calls = _Calls(out)
+    for i, turn in enumerate(_items(messages, ("messages",))):
+        loc: Loc = ("messages", i)
+        role = turn.get("role")
+        if role not in ("user", "assistant"):
+            raise _fail((*loc, "role"), f"must be 'user' or 'assistant', not {role!r}")
+        content = turn.get("content")
+        if isinstance(content, str):
+            out.append(TextMessage(content, Role(role)))
+            continue
+        blocks = _items(content, (*loc, "content"))
+        calls.close_turn()
+        if role == "user":
+            _user_blocks(blocks, (*loc, "content"), calls)
+        else:
+            _assistant_blocks(blocks, (*loc, "content"), calls)
+    return out
+
+
+def _anthropic_system(system: Any) -> str:
+    if system is None or isinstance(system, str):
+        return system or ""
+    blocks = _items(system, ("system",))
+    return "\n\n".join(_field(b, "text", ("system", j), (str,)) for j, b in enumerate(blocks))
+
+
+def _user_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Calls) -> None:
+    for j, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text":
+            calls.out.append(TextMessage(_field(block, "text", (*loc, j), (str,)), Role.USER))
+        elif kind == "tool_result":
+            call_id = _field(block, "tool_use_id", (*loc, j), (str,))
+            content = _result_text(block.get("content"), (*loc, j, "content"))
+            is_error = block.get("is_error") is True
+            calls.answer(call_id, content, is_error, (*loc, j, "tool_use_id"))
+        else:
+            raise _fail(
+                (*loc, j, "type"), f"a user block must be text or tool_result, not {kind!r}"
+            )
+
+
+def _result_text(content: Any, loc: Loc) -> str:
+    if content is None or isinstance(content, str):
+        return content or ""
+    blocks = _items(content, loc)
+    texts = []
+    for j, block in enumerate(blocks):
+        if block.get("type") != "text":
+            raise _fail((*loc, j, "type"), "only text blocks can be imported")
+        texts.append(_field(block, "text", (*loc, j), (str,)))
+    return "".join(texts)
+
+
+def _assistant_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Calls) -> None:
+    """Text then tool_use blocks: a text just before a call is that call's reply text."""
+    text: str | None = None
+    for j, block in enumerate(blocks):
+        kind = block.get("type")
+        if kind == "text":
+            if text is not None:
+                calls.out.append(TextMessage(text, Role.ASSISTANT))
+            text = _field(block, "text", (*loc, j), (str,))
+        elif kind == "tool_use":
+            here = (*loc, j)
+            arguments = block.get("input", {})
+            if not isinstance(arguments, dict):
+                raise _fail((*here, "input"), "must be an object")
+            name = _field(block, "name", here, (str,))
+            call_id = _field(block, "id", here, (str,))
+            calls.add(_tool_call(name, call_id, arguments, here, text or ""), here)
+            text = None
+        else:
+            raise _fail(
+                (*loc, j, "type"), f"an assistant block must be text or tool_use, not {kind!r}"
+            )
+    if text is not None:
+        calls.out.append(TextMessage(text, Role.ASSISTANT))

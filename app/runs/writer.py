@@ -1,0 +1,316 @@
+"""The group-commit writer: one task per process stores every run's events, messages and leases.
+
+May import storage, the domain and the runs layer. Runs hand it events (``add``, stored within
+one flush interval, text deltas of one block merged) and commits (``commit``: a run's finished
+messages with their ``message`` events, or its ending; stored at once, together with whatever
+events wait). Each flush is one transaction for all runs of the process. Between flushes it
+renews the leases of all live runs in one statement, looks for cancels asked of them from other
+processes, and prunes the events of runs finished longer ago than the retention period.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from app.domain import Message
+from app.runs.events import RunEvent, make_event, merged_rows
+from app.runs.live import LiveRun, RunManager
+from app.settings import Settings
+from app.storage import (
+    ConversationRecord,
+    ConversationRepository,
+    EventRow,
+    LeaseLost,
+    RunRepository,
+    StorageError,
+)
+
+log = logging.getLogger(__name__)
+
+EventSpec = tuple[str, Any]
+"""An event's name and JSON payload, numbered when it is stored."""
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How a run ended, for its row."""
+
+    status: str
+    error_code: str | None = None
+    usage: dict[str, Any] | None = None
+
+
+@dataclass(eq=False)
+class Commit:
+    """Messages of a run to store now, with the events built from the stored record.
+
+    ``events(record)`` names the events (numbered in order after the run's last event); with
+    ``ending`` the run's lease is released and its row finished in the same transaction.
+    """
+
+    run: LiveRun
+    messages: Sequence[Message]
+    events: Callable[[ConversationRecord], list[EventSpec]]
+    ending: Ending | None = None
+    future: asyncio.Future[list[RunEvent]] = field(
+        default_factory=lambda: asyncio.get_running_loop().create_future()
+    )
+
+
+Repositories = Callable[[], AbstractAsyncContextManager[ConversationRepository]]
+
+
+class EventWriter:
+    """Stores the runs' events in group commits; renews leases; notices remote cancels."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        manager: RunManager,
+        repository: Repositories,
+        reader: Repositories,
+    ) -> None:
+        self._settings = settings
+        self._manager = manager
+        self._repository = repository
+        self._reader = reader
+        self._events: list[tuple[LiveRun, RunEvent]] = []
+        self._commits: list[Commit] = []
+        self._first_event_at: float | None = None
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._closing = False
+        self.transactions = 0
+        """Write transactions so far (for the benchmark and operators)."""
+        self.on_flush: Callable[[float, int], None] | None = None
+        """Called with (seconds, events stored) after each flush."""
+
+    # --- what runs call -------------------------------------------------------------------------
+
+    def add(self, run: LiveRun, event: RunEvent) -> None:
+        """Store ``event`` of ``run`` with the next flush (within one flush interval)."""
+        if not self._settings.run_event_log:
+            return
+        if not self._events:
+            self._first_event_at = time.monotonic()
+            self._wake.set()
+        self._events.append((run, event))
+
+    async def commit(self, commit: Commit) -> list[RunEvent]:
+        """Store ``commit`` now (with every event waiting); its events, numbered and stored.
+
+        Cancelling the caller does not cancel the commit: await ``commit.future`` to know.
+        """
+        self._commits.append(commit)
+        self._wake.set()
+        if self._task is None or self._task.done():  # not started (or gone): store it here
+            await self._flush()
+        return await asyncio.shield(commit.future)
+
+    # --- the task -------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._task is None:
+            self._task = asyncio.create_task(self._run(), name="parley-event-writer")
+
+    async def close(self) -> None:
+        """Store what waits, then stop."""
+        self._closing = True
+        self._wake.set()
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self._flush()
+
+    async def _run(self) -> None:
+        settings = self._settings
+        loop = asyncio.get_running_loop()
+        renew_every = settings.run_lease_seconds / 3
+        next_renew = loop.time() + renew_every
+        next_poll = loop.time()
+        next_prune = loop.time()
+        while not self._closing:
+            deadline = min(next_renew, next_poll, next_prune)
+            if self._events and self._first_event_at is not None:
+                deadline = min(deadline, self._first_event_at + settings.event_flush_seconds)
+            await self._sleep_until(deadline)
+            try:
+                if self._commits or self._flush_due():
+                    await self._flush()
+                now = loop.time()
+                if now >= next_renew:
+                    next_renew = now + renew_every
+                    await self._renew_leases()
+                if now >= next_poll:
+                    next_poll = now + settings.cancel_poll_seconds
+                    await self._poll_cancels()
+                if now >= next_prune:
+                    next_prune = now + settings.prune_interval_seconds
+                    await self._prune()
+            except Exception:  # the writer must outlive a database hiccup
+                log.exception("event writer: a periodic task failed")
+
+    async def _sleep_until(self, deadline: float) -> None:
+        timeout = max(0.0, deadline - asyncio.get_running_loop().time())
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                await self._wake.wait()
+        self._wake.clear()
+
+    def _flush_due(self) -> bool:
+        if not self._events or self._first_event_at is None:
+            return False
+        waited = time.monotonic() - self._first_event_at
+        return self._closing or waited >= self._settings.event_flush_seconds
+
+    # --- one flush: one transaction for every run -----------------------------------------------
+
+    async def _flush(self) -> None:
+        events, self._events = self._events, []
+        commits, self._commits = self._commits, []
+        self._first_event_at = None
+        if not events and not commits:
+            return
+        started = time.monotonic()
+        groups: dict[str, _Group] = {}
+        for run, event in events:
+            groups.setdefault(run.run_id, _Group(run)).events.append(event)
+        for commit in commits:
+            groups.setdefault(commit.run.run_id, _Group(commit.run)).commits.append(commit)
+        try:
+            await self._store(list(groups.values()))
+        except Exception:
+            if len(groups) == 1:
+                raise_into = list(groups.values())
+            else:  # one run's bad data must not cost the others theirs: store each alone
+                log.warning("event writer: a flush of %d runs failed; each alone now", len(groups))
+                raise_into = []
+                for group in groups.values():
+                    try:
+                        await self._store([group])
+                    except Exception:
+                        raise_into.append(group)
+            for group in raise_into:
+                log.exception("event writer: run %s: events not stored", group.run.run_id)
+                for commit in group.commits:
+                    if not commit.future.done():
+                        commit.future.set_exception(RuntimeError("events not stored"))
+        if self.on_flush is not None:
+            self.on_flush(time.monotonic() - started, len(events) + len(commits))
+
+    async def _store(self, groups: list[_Group]) -> None:
+        """One transaction storing the groups; commit futures are resolved once it committed."""
+        outcomes: list[tuple[Commit, list[RunEvent] | StorageError]] = []
+        async with self._repository() as repo:
+            run_repo = RunRepository(repo.session)
+            rows: list[EventRow] = []
+            for group in groups:
+                stored = list(group.events)
+                for commit in group.commits:
+                    outcome = await self._apply(repo, run_repo, commit)
+                    outcomes.append((commit, outcome))
+                    if not isinstance(outcome, StorageError):
+                        stored.extend(outcome)
+                rows.extend(merged_rows(group.run.run_id, stored))
+            await run_repo.add_events(rows)
+            for payload in _notifications([g.run.run_id for g in groups]):
+                await run_repo.notify(payload)
+        self.transactions += 1
+        for commit, outcome in outcomes:
+            if isinstance(outcome, StorageError):
+                commit.future.set_exception(outcome)
+            else:
+                commit.future.set_result(outcome)
+
+    async def _apply(
+        self, repo: ConversationRepository, run_repo: RunRepository, commit: Commit
+    ) -> list[RunEvent] | StorageError:
+        """Store one commit in the flush's transaction; a StorageError wrote nothing."""
+        run = commit.run
+        release = commit.ending is not None
+        try:
+            if commit.messages:
+                record = await repo.append_messages(
+                    run.conversation_id, commit.messages, run_id=run.run_id, release_lease=release
+                )
+            else:
+                record = await repo.get(run.conversation_id)
+                if record.lease_run_id != run.run_id:
+                    return LeaseLost(run.conversation_id, run.run_id)
+                if release:
+                    await repo.release_lease(run.conversation_id, run.run_id)
+        except StorageError as exc:
+            return exc
+        specs = commit.events(record)
+        numbered = [make_event(run.seq + i + 1, name, body) for i, (name, body) in enumerate(specs)]
+        if commit.ending is not None:
+            ending = commit.ending
+            await run_repo.finish(
+                run.run_id, ending.status, error_code=ending.error_code, usage=ending.usage
+            )
+        return numbered
+
+    # --- between flushes ------------------------------------------------------------------------
+
+    async def _renew_leases(self) -> None:
+        live = self._manager.running()
+        if not live:
+            return
+        async with self._repository() as repo:
+            held = await RunRepository(repo.session).renew_leases(
+                [r.run_id for r in live], self._settings.run_lease_seconds
+            )
+        self.transactions += 1
+        for run in live:
+            if run.run_id not in held and not run.finishing:
+                log.warning("run %s lost its lease; stopping it", run.run_id)
+                run.stop("lease_lost")
+
+    async def _poll_cancels(self) -> None:
+        live = self._manager.running()
+        if not live:
+            return
+        async with self._reader() as repo:
+            asked = await RunRepository(repo.session).cancel_requested([r.run_id for r in live])
+        for run_id in asked:
+            self._manager.stop(run_id, "cancel")
+
+    async def _prune(self) -> None:
+        cutoff = datetime.now(UTC) - timedelta(seconds=self._settings.run_event_retention_seconds)
+        async with self._repository() as repo:
+            pruned = await RunRepository(repo.session).prune_events(cutoff)
+        self.transactions += 1
+        if pruned:
+            log.info("pruned %d stored events of runs finished before %s", pruned, cutoff)
+
+
+@dataclass
+class _Group:
+    """What one flush stores for one run."""
+
+    run: LiveRun
+    events: list[RunEvent] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+
+
+def _notifications(run_ids: list[str]) -> list[str]:
+    """NOTIFY payloads naming the runs with new events (each under PostgreSQL's 8000 bytes)."""
+    payloads: list[str] = []
+    batch: list[str] = []
+    for run_id in run_ids:
+        batch.append(run_id)
+        if len(batch) == 200:
+            payloads.append("e:" + ",".join(batch))
+            batch = []
+    if batch:
+        payloads.append("e:" + ",".join(batch))
+    return payloads

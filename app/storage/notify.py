@@ -1,0 +1,72 @@
+"""Listening for PostgreSQL notifications on a connection of its own (other databases poll).
+
+Imports asyncpg and app.storage. One ``Listener`` per process hears what other processes tell
+it at their commits (``RunRepository.notify``): new events of a run, a cancel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg  # type: ignore[import-untyped]
+
+from app.storage.database import Database
+from app.storage.runs import NOTIFY_CHANNEL
+
+log = logging.getLogger(__name__)
+
+
+class Listener:
+    """LISTENs on the runs channel and hands each payload to ``callback``; reconnects."""
+
+    def __init__(self, database: Database, callback: Callable[[str], None]) -> None:
+        self._database = database
+        self._callback = callback
+        self._task: asyncio.Task[None] | None = None
+        self.connected = asyncio.Event()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the database can notify (PostgreSQL)."""
+        return self._database.url.get_backend_name() == "postgresql"
+
+    def start(self) -> None:
+        if self.enabled and self._task is None:
+            self._task = asyncio.create_task(self._listen(), name="parley-listener")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    def _on_notify(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
+        try:
+            self._callback(payload)
+        except Exception:
+            log.exception("a notification could not be handled: %r", payload[:200])
+
+    async def _listen(self) -> None:
+        dsn = self._database.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        while True:
+            connection = None
+            try:
+                connection = await asyncpg.connect(dsn, timeout=10)
+                await connection.add_listener(NOTIFY_CHANNEL, self._on_notify)
+                closed = asyncio.Event()
+                connection.add_termination_listener(lambda _c, ev=closed: ev.set())
+                self.connected.set()
+                await closed.wait()
+            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+                log.warning("listening for run notifications failed (%s); retrying", exc)
+            finally:
+                self.connected.clear()
+                if connection is not None and not connection.is_closed():
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(connection.close(timeout=2))
+            await asyncio.sleep(1)

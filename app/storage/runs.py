@@ -1,0 +1,289 @@
+"""RunRepository: runs and their event logs in SQL (DESIGN.md §4a), on the caller's session.
+
+Imports SQLAlchemy and app.storage. It flushes and never commits, like ConversationRepository.
+An event row holds events ``seq`` .. ``seq + count - 1`` of one run; what their ``data`` says
+is app/runs/events.py's business, not this module's.
+"""
+
+from __future__ import annotations
+
+import builtins
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import and_, delete, func, insert, or_, select, text, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.storage.errors import ConversationNotFound, RunNotFound
+from app.storage.records import (
+    conversation_key,
+    decode_cursor,
+    encode_cursor,
+    utcnow,
+)
+from app.storage.tables import CONVERSATIONS, RUN_EVENTS, RUNS
+
+_R = RUNS.c
+_E = RUN_EVENTS.c
+_C = CONVERSATIONS.c
+NOTIFY_CHANNEL = "parley_runs"
+"""The PostgreSQL channel that carries ``e:<run ids>`` (new events) and ``c:<run id>`` (cancel)."""
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run as stored."""
+
+    id: str
+    conversation_id: str
+    owner: str
+    status: str
+    on_disconnect: str
+    cancel_requested: bool
+    error_code: str | None
+    usage: dict[str, Any] | None
+    created_at: datetime
+    finished_at: datetime | None
+
+    @property
+    def finished(self) -> bool:
+        return self.finished_at is not None
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """Stored events ``seq`` .. ``seq + count - 1`` of run ``run_id``."""
+
+    run_id: str
+    seq: int
+    count: int
+    name: str
+    data: str
+
+    @property
+    def last_seq(self) -> int:
+        return self.seq + self.count - 1
+
+
+def new_run_id() -> str:
+    """A fresh run id: a random UUID as 32 lowercase hex digits."""
+    return uuid.uuid4().hex
+
+
+def run_key(run_id: str) -> str:
+    """The stored form of a run id; RunNotFound if it is not one."""
+    try:
+        return uuid.UUID(run_id).hex
+    except (ValueError, TypeError, AttributeError):
+        raise RunNotFound(str(run_id)) from None
+
+
+class RunRepository:
+    """Reads and changes runs and their events through one AsyncSession (the caller commits)."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+        self._postgres = session.get_bind().dialect.name == "postgresql"
+
+    # --- runs ---------------------------------------------------------------------------------
+
+    async def create(
+        self, run_id: str, conversation_id: str, owner: str, on_disconnect: str
+    ) -> RunRecord:
+        """A new run in status ``running``."""
+        values = {
+            "id": run_id,
+            "conversation_id": conversation_key(conversation_id),
+            "owner": owner,
+            "status": "running",
+            "on_disconnect": on_disconnect,
+            "cancel_requested": False,
+            "error_code": None,
+            "usage": None,
+            "created_at": utcnow(),
+            "finished_at": None,
+        }
+        await self._session.execute(insert(RUNS).values(values))
+        return _record(values)
+
+    async def get(
+        self, run_id: str, conversation_id: str | None = None, owner: str | None = None
+    ) -> RunRecord:
+        """The run; RunNotFound if unknown, or not of that conversation or owner."""
+        row = (
+            (await self._session.execute(select(RUNS).where(_R.id == run_key(run_id))))
+            .mappings()
+            .one_or_none()
+        )
+        if (
+            row is None
+            or (conversation_id is not None and row["conversation_id"] != _key(conversation_id))
+            or (owner is not None and row["owner"] != owner)
+        ):
+            raise RunNotFound(run_id)
+        return _record(row)
+
+    async def list(
+        self, conversation_id: str, limit: int, cursor: str | None = None
+    ) -> tuple[builtins.list[RunRecord], str | None]:
+        """A page of the conversation's runs, newest first, and the next page's cursor."""
+        query = select(RUNS).where(_R.conversation_id == conversation_key(conversation_id))
+        if cursor is not None:
+            created_at, key = decode_cursor(cursor)
+            query = query.where(
+                or_(_R.created_at < created_at, and_(_R.created_at == created_at, _R.id < key))
+            )
+        query = query.order_by(_R.created_at.desc(), _R.id.desc()).limit(limit + 1)
+        rows = (await self._session.execute(query)).mappings().all()
+        page = [_record(row) for row in rows[:limit]]
+        last = page[-1] if len(rows) > limit else None
+        return page, (encode_cursor(last.created_at, last.id) if last else None)
+
+    async def delete(self, run_id: str) -> None:
+        """Forget a run (one that could not start after all), with its events."""
+        await self._session.execute(delete(RUN_EVENTS).where(_E.run_id == run_id))
+        await self._session.execute(delete(RUNS).where(_R.id == run_id))
+
+    async def finish(
+        self,
+        run_id: str,
+        status: str,
+        *,
+        error_code: str | None = None,
+        usage: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Record how the run ended (once: a finished run keeps its first ending)."""
+        await self._session.execute(
+            update(RUNS)
+            .where(_R.id == run_id, _R.finished_at.is_(None))
+            .values(
+                status=status,
+                error_code=error_code,
+                usage=dict(usage) if usage is not None else None,
+                finished_at=utcnow(),
+            )
+        )
+
+    async def request_cancel(self, run_id: str) -> None:
+        """Mark the run for cancelling; on PostgreSQL also tell every process at commit."""
+        await self._session.execute(
+            update(RUNS)
+            .where(_R.id == run_id, _R.finished_at.is_(None))
+            .values(cancel_requested=True)
+        )
+        await self.notify(f"c:{run_id}")
+
+    async def cancel_requested(self, run_ids: Iterable[str]) -> set[str]:
+        """Those of ``run_ids`` that someone asked to cancel."""
+        ids = list(run_ids)
+        if not ids:
+            return set()
+        result = await self._session.execute(
+            select(_R.id).where(_R.id.in_(ids), _R.cancel_requested.is_(True))
+        )
+        return set(result.scalars())
+
+    async def running(self, conversation_id: str) -> RunRecord | None:
+        """The conversation's unfinished run, if any (its process may be dead)."""
+        row = (
+            (
+                await self._session.execute(
+                    select(RUNS)
+                    .where(
+                        _R.conversation_id == conversation_key(conversation_id),
+                        _R.finished_at.is_(None),
+                    )
+                    .order_by(_R.created_at.desc())
+                    .limit(1)
+                )
+            )
+            .mappings()
+            .one_or_none()
+        )
+        return _record(row) if row is not None else None
+
+    async def renew_leases(self, run_ids: Sequence[str], ttl_seconds: float) -> set[str]:
+        """Extend the leases these runs hold, in one statement; the ids that still hold one."""
+        if not run_ids:
+            return set()
+        result = await self._session.execute(
+            update(CONVERSATIONS)
+            .where(_C.lease_run_id.in_(list(run_ids)))
+            .values(lease_expires_at=datetime.now(UTC) + timedelta(seconds=ttl_seconds))
+            .returning(_C.lease_run_id)
+        )
+        return {run_id for run_id in result.scalars() if run_id is not None}
+
+    # --- events -------------------------------------------------------------------------------
+
+    async def add_events(self, rows: Sequence[EventRow]) -> None:
+        """Append event rows (of any runs) in one statement."""
+        if rows:
+            await self._session.execute(
+                insert(RUN_EVENTS),
+                [
+                    {
+                        "run_id": r.run_id,
+                        "seq": r.seq,
+                        "count": r.count,
+                        "name": r.name,
+                        "data": r.data,
+                    }
+                    for r in rows
+                ],
+            )
+
+    async def events_after(self, run_id: str, seq: int) -> builtins.list[EventRow]:
+        """The rows holding the run's events after ``seq``, in order (the first may start
+        at or before ``seq`` when it holds several events)."""
+        result = await self._session.execute(
+            select(_E.seq, _E.count, _E.name, _E.data)
+            .where(_E.run_id == run_id, _E.seq + _E.count > seq + 1)
+            .order_by(_E.seq)
+        )
+        return [EventRow(run_id, *row) for row in result]
+
+    async def has_events(self, run_id: str) -> bool:
+        """Whether any event of the run is still stored (finished runs' events are pruned)."""
+        found = await self._session.scalar(select(func.count()).where(_E.run_id == run_id))
+        return bool(found)
+
+    async def prune_events(self, finished_before: datetime) -> int:
+        """Delete the events of runs finished before ``finished_before``; how many rows went."""
+        finished = select(_R.id).where(_R.finished_at < finished_before)
+        result = await self._session.execute(delete(RUN_EVENTS).where(_E.run_id.in_(finished)))
+        return int(getattr(result, "rowcount", 0) or 0)
+
+    async def notify(self, payload: str) -> None:
+        """Tell every listening process ``payload`` when this transaction commits (PostgreSQL;
+        other databases have no NOTIFY, and their processes poll)."""
+        if self._postgres:
+            await self._session.execute(
+                text("SELECT pg_notify(:channel, :payload)"),
+                {"channel": NOTIFY_CHANNEL, "payload": payload},
+            )
+
+
+def _key(conversation_id: str) -> str:
+    try:
+        return conversation_key(conversation_id)
+    except ConversationNotFound:
+        return ""
+
+
+def _record(row: Mapping[Any, Any]) -> RunRecord:
+    return RunRecord(
+        id=row["id"],
+        conversation_id=row["conversation_id"],
+        owner=row["owner"],
+        status=row["status"],
+        on_disconnect=row["on_disconnect"],
+        cancel_requested=bool(row["cancel_requested"]),
+        error_code=row["error_code"],
+        usage=dict(row["usage"]) if row["usage"] is not None else None,
+        created_at=row["created_at"],
+        finished_at=row["finished_at"],
+    )

@@ -1,0 +1,90 @@
+"""GET /metrics after real requests and a real run: the series, their labels and their counts."""
+
+from __future__ import annotations
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from app.settings import Settings
+from tests.api.conftest import app_client
+from tests.api.sse import parse
+
+Series = dict[tuple[str, frozenset[tuple[str, str]]], float]
+
+
+async def scrape(client: httpx.AsyncClient) -> Series:
+    response = await client.get("/metrics")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/plain")
+    return {
+        (s.name, frozenset(s.labels.items())): s.value
+        for family in text_string_to_metric_families(response.text)
+        for s in family.samples
+    }
+
+
+def value(series: Series, name: str, **labels: str) -> float:
+    return series.get((name, frozenset(labels.items())), 0.0)
+
+
+async def test_a_scrape_after_a_run_carries_run_token_and_latency_series(
+    client: httpx.AsyncClient,
+) -> None:
+    before = await scrape(client)
+    conv_id = (await client.post("/conversations", json={})).json()["id"]
+    body = {"messages": [{"role": "user", "text": "why is the sky blue"}]}
+    response = await client.post(f"/conversations/{conv_id}/stream", json=body)
+    assert parse(response.text)[-1].data["status"] == "completed"
+    after = await scrape(client)
+
+    def grew(name: str, **labels: str) -> float:
+        return value(after, name, **labels) - value(before, name, **labels)
+
+    offline = {"provider": "offline"}
+    assert grew("parley_runs_started_total", **offline) == 1
+    assert grew("parley_runs_finished_total", provider="offline", status="completed") == 1
+    assert value(after, "parley_runs_active", **offline) == value(
+        before, "parley_runs_active", **offline
+    )
+    assert grew("parley_output_tokens_total", **offline) == 5  # the offline model: one a word
+    assert grew("parley_time_to_first_token_seconds_count", **offline) == 1
+    assert grew("parley_inter_token_gap_seconds_count", **offline) == 4
+    stream = {"route": "/conversations/{conversation_id}/stream", "method": "POST"}
+    assert grew("parley_http_requests_total", status="200", **stream) == 1
+    assert grew("parley_http_request_duration_seconds_count", **stream) == 1
+    assert grew("parley_http_request_duration_seconds_bucket", le="+Inf", **stream) == 1
+    created = {"route": "/conversations", "method": "POST", "status": "201"}
+    assert grew("parley_http_requests_total", **created) == 1
+
+
+async def test_unknown_paths_share_one_route_label(client: httpx.AsyncClient) -> None:
+    before = await scrape(client)
+    for path in ("/nope/1", "/nope/2"):
+        assert (await client.get(path)).status_code == 404
+    after = await scrape(client)
+    labels = {"route": "<unmatched>", "method": "GET", "status": "404"}
+    assert (
+        value(after, "parley_http_requests_total", **labels)
+        - value(before, "parley_http_requests_total", **labels)
+        == 2
+    )
+    assert not any("/nope/" in str(labels) for _, labels in after)
+
+
+async def test_the_pool_gauge_counts_connections_in_use(client: httpx.AsyncClient) -> None:
+    series = await scrape(client)
+    # Scraped between requests: no connection of this app is checked out.
+    assert value(series, "parley_db_pool_connections_in_use") == 0
+    assert ("parley_db_pool_connections_in_use", frozenset()) in series
+
+
+async def test_a_stream_is_timed_to_its_last_byte(database_url: str) -> None:
+    settings = Settings(database_url=database_url, sse_ping_seconds=0, offline_delay_ms=40)
+    stream = {"route": "/conversations/{conversation_id}/stream", "method": "POST"}
+    async with app_client(settings) as client:
+        before = value(await scrape(client), "parley_http_request_duration_seconds_sum", **stream)
+        conv_id = (await client.post("/conversations", json={})).json()["id"]
+        body = {"messages": [{"role": "user", "text": "one two three four five"}]}
+        await client.post(f"/conversations/{conv_id}/stream", json=body)
+        after = value(await scrape(client), "parley_http_request_duration_seconds_sum", **stream)
+    assert after - before >= 5 * 0.040  # five words, each 40 ms after the one before

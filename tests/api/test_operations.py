@@ -1,0 +1,70 @@
+"""Liveness and readiness: /readyz is 503 on a database behind the migrations or not answering."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+
+import httpx
+from alembic import command
+from alembic.config import Config
+
+from app.settings import Settings
+from app.storage.schema import head_revisions
+from tests.api.conftest import app_client
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])  # nothing listens once the socket is closed
+
+
+async def get(settings: Settings, path: str) -> httpx.Response:
+    async with app_client(settings) as client:
+        return await client.get(path)
+
+
+async def test_healthz_and_readyz_on_a_migrated_database(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready", "schema_revision": sorted(head_revisions())}
+
+
+async def test_readyz_is_503_one_revision_behind(
+    blank_database_url: str, alembic_config: Callable[[str], Config]
+) -> None:
+    config = alembic_config(blank_database_url)
+    await asyncio.to_thread(command.upgrade, config, "head")
+    settings = Settings(database_url=blank_database_url)
+    assert (await get(settings, "/readyz")).status_code == 200
+    await asyncio.to_thread(command.downgrade, config, "-1")
+
+    response = await get(settings, "/readyz")
+    assert response.status_code == 503
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["type"] == "/problems/not_ready" and problem["reason"] == "schema"
+    assert all(head in problem["detail"] for head in head_revisions())
+    assert problem["instance"] == response.headers["x-request-id"]
+    assert (await get(settings, "/healthz")).status_code == 200  # alive all the same
+
+
+async def test_readyz_is_503_when_the_database_does_not_answer() -> None:
+    """No server at all on that port: no PostgreSQL needed for this one."""
+    url = f"postgresql+asyncpg://parley@127.0.0.1:{closed_port()}/parley"
+    response = await get(Settings(database_url=url), "/readyz")
+    assert response.status_code == 503
+    assert response.json()["reason"] == "database"
+    assert "does not answer" in response.json()["detail"]
+
+
+async def test_migrate_on_start_brings_a_blank_database_to_the_head(
+    blank_database_url: str,
+) -> None:
+    settings = Settings(database_url=blank_database_url)
+    assert (await get(settings, "/readyz")).status_code == 503
+    migrating = Settings(database_url=blank_database_url, migrate_on_start=True)
+    assert (await get(migrating, "/readyz")).status_code == 200

@@ -1,0 +1,228 @@
+"""Provider-format import (issue 14): export → import → export gives the same document, for
+both formats and random histories with tool calls; a bad item is named by index and field."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.domain import (
+    AgentMessage,
+    Message,
+    ProviderFormatError,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+    from_anthropic_format,
+    from_openai_format,
+    to_anthropic_format,
+    to_openai_format,
+)
+
+texts = st.sampled_from(["", " ", "hi", "two words", "Error: not one", '"quoted"', "42"])
+results = st.sampled_from([None, 1, "text", '"quoted"', {"a": [1, "é"]}, [], "Error: x"])
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Message]:
+    out: list[Message] = []
+    for i in range(draw(st.integers(0, 10))):
+        kind = draw(st.sampled_from(["agent", "user", "assistant", "system", "call"]))
+        if kind == "agent":
+            out.append(AgentMessage(draw(texts)))
+        elif kind == "call":
+            outcome = draw(st.sampled_from(["result", "error", "pending"]))
+            out.append(
+                ToolCallMessage(
+                    draw(st.sampled_from(["clock", "lookup"])),
+                    f"call_{i}",
+                    draw(st.sampled_from([{}, {"q": 1, "ü": [True, None]}])),
+                    result=draw(results) if outcome == "result" else None,
+                    error=draw(texts) if outcome == "error" else None,
+                    message=draw(texts),
+                    pending=outcome == "pending",
+                )
+            )
+        else:
+            out.append(TextMessage(draw(texts), Role(kind), incomplete=draw(st.booleans())))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_openai_export_import_export_is_the_same_document(history: list[Message]) -> None:
+    exported = to_openai_format(history)
+    assert to_openai_format(from_openai_format(exported)) == exported
+
+
+@settings(max_examples=300, deadline=None)
+@given(histories())
+def test_anthropic_export_import_export_is_the_same_document(history: list[Message]) -> None:
+    exported = to_anthropic_format(history)
+    again = from_anthropic_format(exported["system"], exported["messages"])
+    assert to_anthropic_format(again) == exported
+
+
+def test_an_openai_request_with_tool_rounds_imports_as_calls_with_results() -> None:
+    messages = from_openai_format(
+        [
+            {"role": "developer", "content": "Be brief."},
+            {"role": "user", "content": [{"type": "text", "text": "time?"}]},
+            {
+                "role": "assistant",
+                "content": "Checking.",
+                "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "clock"}},
+                    {"id": "c2", "function": {"name": "tz", "arguments": '{"city": "Oslo"}'}},
+                ],
+            },
+            {"role": "tool", "tool_call_id": "c2", "content": "Error: no such city"},
+            {"role": "tool", "tool_call_id": "c1", "content": '{"h": 12}'},
+            {"role": "assistant", "tool_calls": [{"id": "c3", "function": {"name": "clock"}}]},
+        ]
+    )
+    assert messages == [
+        AgentMessage("Be brief."),
+        TextMessage("time?"),
+        ToolCallMessage("clock", "c1", {}, result={"h": 12}, message="Checking."),
+        ToolCallMessage("tz", "c2", {"city": "Oslo"}, error="no such city"),
+        TextMessage("", Role.ASSISTANT),  # keeps the second round apart from the first
+        ToolCallMessage("clock", "c3", {}, pending=True),
+    ]
+
+
+def test_anthropic_blocks_import_with_the_system_prompt_first() -> None:
+    messages = from_anthropic_format(
+        [{"type": "text", "text": "Be brief."}],
+        [
+            {"role": "user", "content": "time?"},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Checking."},
+                    {"type": "tool_use", "id": "t1", "name": "clock", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "t1",
+                        "content": [{"type": "text", "text": "down"}],
+                        "is_error": True,
+                    },
+                    {"type": "text", "text": "oh"},
+                ],
+            },
+        ],
+    )
+    assert messages == [
+        AgentMessage("Be brief."),
+        TextMessage("time?"),
+        ToolCallMessage("clock", "t1", {}, error="down", message="Checking."),
+        TextMessage("oh"),
+    ]
+
+
+def _call(id_: str = "c1", **function: Any) -> dict[str, Any]:
+    return {"id": id_, "function": {"name": "clock", **function}}
+
+
+OPENAI_ERRORS: list[tuple[Any, tuple[str | int, ...]]] = [
+    ({"role": "robot", "content": "x"}, ("messages", 0, "role")),
+    ("not an object", ("messages", 0)),
+    ({"role": "user", "content": 5}, ("messages", 0, "content")),
+    ({"role": "user", "content": [{"type": "image_url"}]}, ("messages", 0, "content", 0, "type")),
+    ({"role": "tool", "tool_call_id": "nope", "content": "1"}, ("messages", 0, "tool_call_id")),
+    ({"role": "tool", "content": "1"}, ("messages", 0, "tool_call_id")),
+    (
+        {"role": "assistant", "tool_calls": [_call(arguments="[1]")]},
+        ("messages", 0, "tool_calls", 0, "function", "arguments"),
+    ),
+    (
+        {"role": "assistant", "tool_calls": [_call(), _call()]},
+        ("messages", 0, "tool_calls", 1, "id"),
+    ),
+    (
+        {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": " "}}]},
+        ("messages", 0, "tool_calls", 0, "name"),
+    ),
+    (
+        {"role": "assistant", "tool_calls": [{"id": "c"}]},
+        ("messages", 0, "tool_calls", 0, "function"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("item", "loc"), OPENAI_ERRORS)
+def test_a_bad_openai_item_is_named_by_index_and_field(
+    item: Any, loc: tuple[str | int, ...]
+) -> None:
+    with pytest.raises(ProviderFormatError) as caught:
+        from_openai_format([item])
+    assert caught.value.loc == loc
+
+
+def test_a_second_result_for_one_call_is_refused() -> None:
+    answer = {"role": "tool", "tool_call_id": "c1", "content": "1"}
+    with pytest.raises(ProviderFormatError, match=r"messages\[2\]\.tool_call_id: .*already"):
+        from_openai_format([{"role": "assistant", "tool_calls": [_call()]}, answer, answer])
+    with pytest.raises(ProviderFormatError, match=r"^messages: must be an array"):
+        from_openai_format({"role": "user"})
+
+
+ANTHROPIC_ERRORS: list[tuple[Any, Any, tuple[str | int, ...]]] = [
+    (None, [{"role": "system", "content": "x"}], ("messages", 0, "role")),
+    (
+        None,
+        [{"role": "user", "content": [{"type": "image"}]}],
+        ("messages", 0, "content", 0, "type"),
+    ),
+    (
+        None,
+        [{"role": "assistant", "content": [{"type": "tool_result"}]}],
+        ("messages", 0, "content", 0, "type"),
+    ),
+    (None, [{"role": "user", "content": 3}], ("messages", 0, "content")),
+    (
+        None,
+        [{"role": "user", "content": [{"type": "tool_result", "tool_use_id": "x"}]}],
+        ("messages", 0, "content", 0, "tool_use_id"),
+    ),
+    (
+        None,
+        [
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t", "name": "f", "input": 1}],
+            }
+        ],
+        ("messages", 0, "content", 0, "input"),
+    ),
+    ([{"type": "text"}], [], ("system", 0, "text")),
+    (
+        None,
+        [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "image"}]}
+                ],
+            }
+        ],
+        ("messages", 0, "content", 0, "content", 0, "type"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("system", "turns", "loc"), ANTHROPIC_ERRORS)
+def test_a_bad_anthropic_item_is_named_by_index_and_field(
+    system: Any, turns: Any, loc: tuple[str | int, ...]
+) -> None:
+    with pytest.raises(ProviderFormatError) as caught:
+        from_anthropic_format(system, turns)
+    assert caught.value.loc == loc

@@ -1,0 +1,365 @@
+"""The runs layer with a scripted adapter, on both databases: a run's row and log, followers on
+another process, cancel, shutdown, failures, tools, a lost lease, abandoned runs, pruning."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import update
+
+from app.domain import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    Message,
+    MessageStop,
+    ModelResponse,
+    ProviderError,
+    RequestOptions,
+    StreamChunk,
+    ToolSpec,
+    collect_response,
+)
+from app.runs.errors import BadEventId, EventsExpired, ShuttingDown
+from app.runs.events import RunEvent
+from app.runs.follow import RunReader
+from app.runs.runner import RunService
+from app.storage import ConversationNotFound, RunNotFound, RunRepository, utcnow
+from app.storage.tables import CONVERSATIONS
+from tests.domain.domain_support import HANG, ScriptedAdapter, text_reply, tool_reply
+from tests.runs.conftest import (
+    OWNER,
+    MakeServices,
+    all_events,
+    conversations,
+    new_conversation,
+    start_run,
+    stored_events,
+)
+
+
+class PacedAdapter:
+    """Answers ``words`` words, one delta every ``delay`` seconds."""
+
+    name = "scripted"
+    default_model = "paced-1"
+
+    def __init__(self, words: int = 40, delay: float = 0.01) -> None:
+        self.words, self.delay = words, delay
+
+    async def send_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> ModelResponse:
+        return await collect_response(self.stream_message(messages, tools, options))
+
+    async def stream_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncIterator[StreamChunk]:
+        yield ContentBlockStart(0)
+        for i in range(self.words):
+            await asyncio.sleep(self.delay)
+            yield ContentBlockDelta(f"w{i} ")
+        yield ContentBlockStop(0)
+        yield MessageStop()
+
+
+def names(events: list[RunEvent]) -> list[str]:
+    return [e.name for e in events]
+
+
+def body(event: RunEvent) -> Any:
+    import json
+
+    return json.loads(event.data)
+
+
+def deltas(events: list[RunEvent]) -> str:
+    return "".join(body(e)["delta"] for e in events if e.name == "content_block_delta")
+
+
+async def test_a_run_is_a_row_and_its_log_replays_exactly(make_services: MakeServices) -> None:
+    services = await make_services(ScriptedAdapter([text_reply("Hel", "lo", " world")]))
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    live = await all_events(run)
+    assert names(live) == [
+        "run_started",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_delta",
+        "content_block_stop",
+        "message_stop",
+        "message",
+        "done",
+    ]
+    assert [e.seq for e in live] == list(range(1, 10))
+    assert body(live[-1]) == {"status": "completed", "message_count": 3, "version": 2}
+    assert body(live[-2])["message"] == {
+        "type": "TextMessage",
+        "text": "Hello world",
+        "role": "assistant",
+    }
+    other = await make_services(ScriptedAdapter([]))  # another process reads the log
+    replayed = await stored_events(other, conv_id, run.run_id)
+    assert [(e.seq, e.name, e.data) for e in replayed] == [(e.seq, e.name, e.data) for e in live]
+    async with other.reader(None) as reader:
+        runs = RunRepository(reader.session)
+        record = await runs.get(run.run_id)
+        rows = await runs.events_after(run.run_id, 0)
+    assert record.status == "completed" and record.finished_at is not None
+    assert record.usage == {"input_tokens": 10, "output_tokens": 3}
+    assert len(rows) < len(live)  # the three deltas share a row
+    assert services.writer.transactions <= 3
+
+
+async def test_a_reader_on_another_process_follows_a_live_run(
+    make_services: MakeServices,
+) -> None:
+    owner = await make_services(PacedAdapter(30, 0.01), follow_poll_seconds=0.05)
+    other = await make_services(ScriptedAdapter([]), follow_poll_seconds=0.05)
+    conv_id = await new_conversation(owner, "hi")
+    run = await start_run(owner, conv_id, on_disconnect="continue")
+    await asyncio.sleep(0.05)
+    followed, live = await asyncio.gather(
+        stored_events(other, conv_id, run.run_id), all_events(run)
+    )
+    assert [(e.seq, e.name, e.data) for e in followed] == [(e.seq, e.name, e.data) for e in live]
+    assert deltas(followed) == " ".join(f"w{i}" for i in range(30)) + " "
+
+
+async def test_cancel_from_another_process_stops_the_run_and_stores_its_words(
+    make_services: MakeServices,
+) -> None:
+    owner = await make_services(PacedAdapter(200, 0.01))
+    other = await make_services(ScriptedAdapter([]))
+    conv_id = await new_conversation(owner, "hi")
+    run = await start_run(owner, conv_id)
+    await asyncio.sleep(0.1)
+    assert await conversations(other).cancel(conv_id) == run.run_id
+    events = await asyncio.wait_for(all_events(run), 2)
+    assert body(events[-1])["status"] == "aborted"
+    [message] = [body(e) for e in events if e.name == "message"]
+    assert message["message"]["incomplete"] is True
+    assert message["message"]["text"] == deltas(events)
+    stored = await conversations(other).messages(conv_id)
+    assert stored[-1].to_serializable_dict() == message["message"]
+    record = await RunReader(other, OWNER).get(conv_id, run.run_id)
+    assert record.status == "aborted" and record.cancel_requested
+
+
+async def test_a_client_that_goes_away_cancels_only_a_run_it_did_not_ask_to_continue(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(PacedAdapter(20, 0.01))
+    first = await start_run(services, await new_conversation(services, "a"))
+    kept = await start_run(
+        services, await new_conversation(services, "b"), on_disconnect="continue"
+    )
+    services.manager.detached(first)
+    services.manager.detached(kept)
+    assert body((await all_events(first))[-1])["status"] == "aborted"
+    assert body((await all_events(kept))[-1])["status"] == "completed"
+
+
+async def test_shutdown_interrupts_runs_and_refuses_new_ones(make_services: MakeServices) -> None:
+    services = await make_services(PacedAdapter(200, 0.01))
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    await asyncio.sleep(0.05)
+    await services.drain()
+    events = await all_events(run)
+    assert names(events)[-3:] == ["message", "error", "done"]
+    assert body(events[-2])["code"] == "shutting_down"
+    assert body(events[-1])["status"] == "interrupted"
+    with pytest.raises(ShuttingDown):
+        await start_run(services, await new_conversation(services, "again"))
+
+
+async def test_a_provider_error_fails_the_run_and_keeps_the_text(
+    make_services: MakeServices,
+) -> None:
+    error = ProviderError("rate_limited", "slow down", retryable=True, retry_after=3)
+    adapter = ScriptedAdapter([[ContentBlockStart(0), ContentBlockDelta("so far"), error]])
+    services = await make_services(adapter)
+    conv_id = await new_conversation(services, "hi")
+    events = await all_events(await start_run(services, conv_id))
+    assert names(events)[-3:] == ["message", "error", "done"]
+    assert body(events[-2]) == {
+        "code": "rate_limited",
+        "detail": "slow down",
+        "retryable": True,
+        "retry_after": 3,
+    }
+    assert body(events[-3])["message"]["text"] == "so far"
+    assert body(events[-1])["status"] == "failed"
+    [record], _ = await RunReader(services, OWNER).list(conv_id, 10, None)
+    assert record.status == "failed" and record.error_code == "rate_limited"
+
+
+async def test_server_tools_store_each_call_before_announcing_it(
+    make_services: MakeServices,
+) -> None:
+    adapter = ScriptedAdapter(
+        [tool_reply("adding", ("add_numbers", {"numbers": [1, 2]}, "c1")), text_reply("3")]
+    )
+    services = await make_services(adapter)
+    conv_id = await new_conversation(services, "add", tools=["add_numbers"])
+    events = await all_events(await start_run(services, conv_id))
+    messages = [body(e) for e in events if e.name == "message"]
+    assert [m["index"] for m in messages] == [2, 3]
+    assert messages[0]["message"]["result"] == 3
+    assert messages[1]["version"] > messages[0]["version"]
+    assert body(events[-1]) == {"status": "completed", "message_count": 4, "version": 3}
+
+
+async def test_a_client_tool_ends_the_run_with_requires_action(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(ScriptedAdapter([tool_reply("", ("lookup", {}, "call_1"))]))
+    tool = {"name": "lookup", "description": "", "parameters": {"type": "object"}}
+    conv_id = await new_conversation(services, "look", client_tools=[tool])
+    events = await all_events(await start_run(services, conv_id))
+    assert names(events)[-3:] == ["message", "requires_action", "done"]
+    assert body(events[-2])["tool_calls"][0]["tool_call_id"] == "call_1"
+    assert body(events[-1])["status"] == "requires_action"
+
+
+async def test_a_run_that_loses_its_lease_stops_without_writing(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(PacedAdapter(500, 0.01), run_lease_seconds=0.3)
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    async with services.repository(None) as repo:
+        await repo.session.execute(
+            update(CONVERSATIONS)
+            .where(CONVERSATIONS.c.id == conv_id)
+            .values(lease_run_id="someone-else")
+        )
+    events = await asyncio.wait_for(all_events(run), 3)
+    assert names(events)[-2:] == ["error", "done"]
+    assert body(events[-2])["code"] == "lease_lost"
+    assert body(events[-1])["status"] == "aborted"
+    assert len(await conversations(services).messages(conv_id)) == 2
+
+
+async def test_an_abandoned_run_is_ended_by_the_next_writer_with_its_streamed_text(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(ScriptedAdapter([]))
+    conv_id = await new_conversation(services, "hi")
+    run_id = "0" * 31 + "1"
+    async with services.repository(None) as repo:  # a run whose process died after two deltas
+        await repo.acquire_lease(conv_id, run_id, 0.05)
+        runs = RunRepository(repo.session)
+        await runs.create(run_id, conv_id, OWNER, "cancel")
+        from app.runs.events import chunk_event, merged_rows
+
+        chunks = [ContentBlockStart(0), ContentBlockDelta("half "), ContentBlockDelta("done")]
+        await runs.add_events(
+            merged_rows(run_id, [chunk_event(i + 1, c) for i, c in enumerate(chunks)])
+        )
+    await asyncio.sleep(0.1)
+    reader = RunReader(services, OWNER)
+    resume = await reader.resume(conv_id, f"{run_id}:3")
+    assert resume is not None
+    rest = [e async for batch in reader.follow(resume) for e in batch]  # ends the run
+    assert names(rest) == ["message", "error", "done"]
+    assert body(rest[0])["message"] == {
+        "type": "TextMessage",
+        "text": "half done",
+        "role": "assistant",
+        "incomplete": True,
+    }
+    assert body(rest[1])["code"] == "process_lost"
+    assert body(rest[2])["status"] == "interrupted"
+    record = await reader.get(conv_id, run_id)
+    assert record.status == "interrupted" and record.error_code == "process_lost"
+    view = await conversations(services).get(conv_id)
+    assert view.status == "idle" and view.record.message_count == 3
+
+
+async def test_resume_refuses_what_is_not_ours_and_ends_quietly_after_done(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(ScriptedAdapter([text_reply("a"), text_reply("b")]))
+    conv_id = await new_conversation(services, "hi")
+    other_conv = await new_conversation(services, "there")
+    run = await start_run(services, conv_id)
+    events = await all_events(run)
+    reader = RunReader(services, OWNER)
+    with pytest.raises(BadEventId):
+        await reader.resume(conv_id, "nine")
+    with pytest.raises(RunNotFound):
+        await reader.resume(other_conv, f"{run.run_id}:1")
+    with pytest.raises(ConversationNotFound):
+        await RunReader(services, "someone else").resume(conv_id, f"{run.run_id}:1")
+    assert await reader.resume(conv_id, f"{run.run_id}:{events[-1].seq}") is None
+    resume = await reader.resume(conv_id, f"{run.run_id}:{events[-3].seq}")
+    assert resume is not None
+    rest = [e async for batch in reader.follow(resume) for e in batch]
+    assert names(rest) == ["message", "done"]
+
+
+async def test_events_of_finished_runs_are_pruned_after_the_retention(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(ScriptedAdapter([text_reply("a")]))
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    await all_events(run)
+    async with services.repository(None) as repo:
+        pruned = await RunRepository(repo.session).prune_events(utcnow() + timedelta(seconds=1))
+    assert pruned >= 1
+    with pytest.raises(EventsExpired):
+        await RunReader(services, OWNER).resume(conv_id, f"{run.run_id}:1")
+    assert len(await conversations(services).messages(conv_id)) == 3  # the messages stay
+
+
+async def test_the_writer_prunes_on_its_own(make_services: MakeServices) -> None:
+    services = await make_services(
+        ScriptedAdapter([text_reply("a")]),
+        run_event_retention_seconds=0.01,
+        prune_interval_seconds=0.05,
+    )
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    await all_events(run)
+    await asyncio.sleep(0.3)
+    async with services.reader(None) as reader:
+        assert not await RunRepository(reader.session).has_events(run.run_id)
+
+
+async def test_a_run_with_nothing_to_answer_leaves_no_row(make_services: MakeServices) -> None:
+    services = await make_services(ScriptedAdapter([HANG]))
+    conv_id = await new_conversation(services)
+    from app.runs.errors import NothingToAnswer
+
+    with pytest.raises(NothingToAnswer):
+        await RunService(services, OWNER).start(conv_id)
+    assert (await RunReader(services, OWNER).list(conv_id, 5, None))[0] == []
+    assert (await conversations(services).get(conv_id)).status == "idle"
+
+
+async def test_one_run_that_cannot_be_stored_costs_the_others_nothing(
+    make_services: MakeServices,
+) -> None:
+    hang = [ContentBlockStart(0), HANG]
+    services = await make_services(ScriptedAdapter([list(hang), list(hang)]))
+    bad = await start_run(services, await new_conversation(services, "a"))
+    good = await start_run(services, await new_conversation(services, "b"))
+    await asyncio.sleep(0.3)
+    from app.runs.events import make_event
+
+    services.writer.add(bad, make_event(1, "content_block_delta", {}))  # seq 1 is stored
+    services.writer.add(good, make_event(good.seq + 50, "content_block_delta", {"delta": "x"}))
+    await asyncio.sleep(0.3)
+    async with services.reader(None) as reader:
+        runs = RunRepository(reader.session)
+        assert [r.seq for r in await runs.events_after(good.run_id, good.seq)] == [good.seq + 50]
+        assert (await runs.events_after(bad.run_id, 0))[0].name == "run_started"
