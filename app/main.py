@@ -1,8 +1,9 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers, the body-size limit and the request middleware.
-A bad setting ends the process with status 2 and one line (``load_settings``).
+mounts the routers, the problem handlers, the body-size limit, the request middleware and
+what browsers need (the Origin check, CORS, the playground: app.api.browser). A bad setting
+ends the process with status 2 and one line (``load_settings``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 from sse_starlette.sse import AppStatus
 
-from app.api import conversations, history, operations, streams
+from app.api import conversations, history, operations, providers, streams
+from app.api.browser import install_browser_support
 from app.api.limits import BodySizeLimit
 from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
@@ -66,7 +69,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await services.stop()
             process_exited()
 
-    app = FastAPI(
+    # Swagger UI and ReDoc with their assets served by Parley itself: /docs works offline.
+    app = FastAPIOffline(
         title="Parley",
         version="0.1.0",
         description=DESCRIPTION,
@@ -81,4 +85,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(history.router)
     app.include_router(streams.router)
     app.include_router(operations.router)
+    app.include_router(providers.router)
+    install_browser_support(app, settings)
     return app

@@ -59,6 +59,11 @@ class Settings(BaseSettings):
         description="Comma-separated bearer tokens accepted; empty: any token (or none) works, "
         "and each distinct token sees only its own conversations.",
     )
+    cors_origins: str = Field(
+        "",
+        description="Comma-separated origins (`https://app.example.com`) whose pages may call "
+        "Parley from a browser; empty: only Parley's own. Any other `Origin` gets 403.",
+    )
     max_body_bytes: int = Field(
         1_048_576, ge=1024, description="Largest request body in bytes (413 beyond)."
     )
@@ -222,6 +227,10 @@ class Settings(BaseSettings):
         if not value.strip().lower().startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value.strip()
+
+    def cors_origin_list(self) -> list[str]:
+        """The allowed origins of ``cors_origins``, without blanks or trailing slashes."""
+        return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
 
 
 def env_names(name: str) -> list[str]:

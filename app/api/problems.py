@@ -8,6 +8,7 @@ for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP ``stat
     ApiProblem
      ├── BadRequest (400)            malformed JSON, bad cursor, If-Match or Last-Event-ID
      ├── Unauthorized (401)          a key is required and missing or unknown
+     ├── Forbidden (403)             a browser request from an origin not allowed
      ├── NotFound (404)              unknown id, or one the caller may not see
      ├── Conflict (409)              a run holds it; tool calls pending; nothing to cancel
      ├── Gone (410)                  a finished run's events were pruned
@@ -100,6 +101,10 @@ class BadRequest(ApiProblem):
 
 class Unauthorized(ApiProblem):
     status, slug, title = 401, ErrorCode.UNAUTHORIZED, "Unauthorized"
+
+
+class Forbidden(ApiProblem):
+    status, slug, title = 403, "forbidden", "Forbidden"
 
 
 class NotFound(ApiProblem):

@@ -1,0 +1,124 @@
+"""What a browser needs: the Origin check, CORS, the playground page at ``/``.
+
+May import Starlette, the settings and the problems module. The Origin check is a pure ASGI
+middleware, so streamed responses pay nothing for it: a request whose ``Origin`` is neither
+Parley's own (the scheme and host it was made to) nor listed in ``PARLEY_CORS_ORIGINS`` gets a
+403 problem before any route runs. Requests without ``Origin`` (curl, SDKs) pass untouched,
+except the ones a browser marks ``Sec-Fetch-Site: cross-site``/``same-site`` (a no-cors GET from
+an ``<img>`` or ``fetch`` carries no Origin): those pass only as a navigation to a page.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+from starlette.responses import FileResponse
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.api.problems import Forbidden, problem_response
+from app.settings import Settings
+
+STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
+DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+CORS_HEADERS = ["Authorization", "Content-Type", "If-Match", "Idempotency-Key", "Last-Event-ID"]
+EXPOSED_HEADERS = ["ETag", "Location", "Retry-After", "X-Run-Id"]
+# The playground loads nothing from elsewhere; this keeps it so (and keeps injected markup inert).
+PLAYGROUND_HEADERS = {
+    "Cache-Control": "no-cache",
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
+    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+}
+
+
+def origin_key(origin: str) -> tuple[str, str, int] | None:
+    """``(scheme, host, port)`` of an origin or base URL, default ports filled in; None if
+    it is not one (``null``, no scheme, no host)."""
+    try:
+        parts = urlsplit(origin.strip())
+        port = parts.port
+    except ValueError:
+        return None
+    scheme = parts.scheme.lower()
+    if not parts.hostname or scheme not in DEFAULT_PORTS:
+        return None
+    return scheme, parts.hostname.lower(), port or DEFAULT_PORTS[scheme]
+
+
+def _own_origin(scope: Scope) -> tuple[str, str, int] | None:
+    headers = dict(scope["headers"])
+    host = headers.get(b"host", b"").decode("latin-1")
+    if not host and scope.get("server"):
+        server_host, server_port = scope["server"]
+        host = f"{server_host}:{server_port}"
+    return origin_key(f"{scope.get('scheme', 'http')}://{host}") if host else None
+
+
+def _foreign_without_origin(scope: Scope, headers: dict[bytes, bytes]) -> bool:
+    """A browser request from another site that carries no Origin and is not a user's
+    navigation to a page (following a link to ``/docs`` is fine; to a stream is not)."""
+    site = headers.get(b"sec-fetch-site", b"").lower()
+    if site not in (b"cross-site", b"same-site"):
+        return False
+    navigation = headers.get(b"sec-fetch-mode", b"").lower() == b"navigate"
+    page = scope["method"] == "GET" and not str(scope["path"]).endswith("/stream")
+    return not (navigation and page)
+
+
+class OriginCheck:
+    """403 problem+json for any request from a browser page on a foreign origin."""
+
+    def __init__(self, app: ASGIApp, allowed: list[str]) -> None:
+        self.app = app
+        self.allowed = {key for o in allowed if (key := origin_key(o)) is not None}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope["headers"])
+        raw = headers.get(b"origin")
+        if raw is None:
+            refused = _foreign_without_origin(scope, headers)
+            origin = "another site"
+        else:
+            key = origin_key(raw.decode("latin-1"))
+            origin = f"the origin {raw.decode('latin-1')!r}"
+            refused = key is None or (key != _own_origin(scope) and key not in self.allowed)
+        if refused:
+            problem = Forbidden(
+                f"requests from {origin} are not allowed; an operator can list an origin "
+                "in PARLEY_CORS_ORIGINS",
+                slug="origin-not-allowed",
+            )
+            await problem_response(problem)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+def install_browser_support(app: FastAPI, settings: Settings) -> None:
+    """Add the Origin check and (when origins are listed) CORS; serve the playground at ``/``.
+
+    Call after the other middleware: CORS ends up outermost, so a listed origin's preflight is
+    answered by it, and the Origin check refuses every other origin before anything runs.
+    """
+    origins = settings.cors_origin_list()
+    app.add_middleware(OriginCheck, allowed=origins)
+    if origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_headers=CORS_HEADERS,
+            expose_headers=EXPOSED_HEADERS,
+            max_age=600,
+        )
+    app.mount("/playground", StaticFiles(directory=STATIC), name="playground")
+
+    @app.get("/", include_in_schema=False)
+    async def playground() -> FileResponse:
+        return FileResponse(STATIC / "index.html", headers=PLAYGROUND_HEADERS)

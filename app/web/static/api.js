@@ -1,0 +1,79 @@
+// Parley's HTTP API for the playground: the API key, JSON requests, and runs streamed with
+// fetch() + parseSSE, resumed with Last-Event-ID after a dropped connection.
+import { parseSSE } from "./sse.js";
+
+const KEY = "parley.apiKey";
+
+export class AuthRequired extends Error {}
+
+export class ApiError extends Error {
+  constructor(problem, status) {
+    super(problem.detail || problem.title || `HTTP ${status}`);
+    this.problem = problem;
+    this.status = status;
+  }
+}
+
+export const apiKey = {
+  get: () => sessionStorage.getItem(KEY),
+  set: (key) => sessionStorage.setItem(KEY, key),
+  clear: () => sessionStorage.removeItem(KEY),
+};
+
+function headers(extra = {}) {
+  const h = { ...extra };
+  const key = apiKey.get();
+  if (key) h.Authorization = `Bearer ${key}`;
+  return h;
+}
+
+async function check(response) {
+  if (response.status === 401) throw new AuthRequired("an API key is required");
+  if (!response.ok) {
+    let problem = {};
+    try { problem = await response.json(); } catch { /* not JSON */ }
+    throw new ApiError(problem, response.status);
+  }
+  return response;
+}
+
+export async function request(method, path, body) {
+  const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
+  if (body !== undefined) init.body = JSON.stringify(body);
+  const response = await check(await fetch(path, init));
+  return response.status === 204 ? null : response.json();
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// Run the conversation and call onEvent(name, payload) for every event. `bundle` (a delta
+// bundle) makes it a POST; without it, a GET. The run goes on if the connection drops
+// (on_disconnect=continue); we then resume after the last event id we saw, a few times with
+// backoff. Resolves with the `done` payload, or null if the stream ended without one.
+export async function streamRun(conversationId, bundle, onEvent, { retries = 4 } = {}) {
+  const url = `/conversations/${encodeURIComponent(conversationId)}/stream?on_disconnect=continue`;
+  let lastId = null;
+  let init = bundle === undefined
+    ? { method: "GET", headers: headers({ Accept: "text/event-stream" }) }
+    : { method: "POST", headers: headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
+        body: JSON.stringify(bundle) };
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const response = await check(await fetch(url, init));
+      if (response.status === 204) return null; // the server cannot resume this run
+      for await (const sse of parseSSE(response.body)) {
+        if (sse.id !== null) lastId = sse.id;
+        const payload = sse.data ? JSON.parse(sse.data) : {};
+        onEvent(sse.event, payload);
+        if (sse.event === "done") return payload;
+      }
+    } catch (error) {
+      if (error instanceof AuthRequired || error instanceof ApiError) throw error;
+      // a network error: the connection dropped; resume below
+    }
+    if (lastId === null || attempt >= retries) return null;
+    onEvent("reconnecting", { attempt: attempt + 1 });
+    await sleep(250 * 2 ** attempt);
+    init = { method: "GET", headers: headers({ Accept: "text/event-stream", "Last-Event-ID": lastId }) };
+  }
+}
