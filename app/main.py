@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -40,11 +41,21 @@ to yourself: each token sees only its own.
 log = logging.getLogger(__name__)
 
 
+def _exiting() -> bool:
+    """Whether the server was told to stop (SIGTERM, SIGINT): sse-starlette's flag, or the
+    uvicorn server whose signal handler is installed (a ``--workers`` child imports the app only
+    after that, so sse-starlette's patch of the handler does not reach it)."""
+    if AppStatus.should_exit:
+        return True
+    server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
+    return bool(getattr(server, "should_exit", False))
+
+
 async def _drain_on_exit_signal(services: Services) -> None:
     """On SIGTERM, drain the runs while their streams are still open: uvicorn ends the
-    lifespan only once every stream has ended. (sse-starlette sees the signal first.)"""
-    # A flag set by a signal handler: there is nothing to await.
-    while not AppStatus.should_exit:  # noqa: ASYNC110
+    lifespan only once every stream has ended."""
+    # Flags set by a signal handler: there is nothing to await.
+    while not _exiting():  # noqa: ASYNC110
         await asyncio.sleep(0.1)
     log.info("shutting down: draining %d runs", len(services.manager.all()))
     await services.drain()

@@ -20,6 +20,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.api.problems import Forbidden, problem_response
+from app.runs.events import ErrorCode
 from app.settings import Settings
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
@@ -93,7 +94,7 @@ class OriginCheck:
             problem = Forbidden(
                 f"requests from {origin} are not allowed; an operator can list an origin "
                 "in PARLEY_CORS_ORIGINS",
-                slug="origin-not-allowed",
+                slug=ErrorCode.ORIGIN_NOT_ALLOWED,
             )
             await problem_response(problem)(scope, receive, send)
             return

@@ -28,6 +28,7 @@ from app.domain.errors import ContextWindowError, ProviderError, ToolRoundLimitE
 from app.domain.message_list import MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
 from app.domain.repair import repair_history
+from app.domain.unicode import scrub, scrub_text
 
 
 class RunHost(Protocol):
@@ -130,9 +131,10 @@ async def _model_round(
     conversation.reply_began()
     stream = adapter.stream_message(repair_history(window.messages), specs, options)
     try:
-        async for chunk in stream:
+        async for received in stream:
             if run.superseded:
                 return
+            chunk = _scrubbed(received)
             if isinstance(chunk, ContentBlockDelta):
                 run.partial.append(chunk.delta)
             yield chunk
@@ -145,6 +147,21 @@ async def _model_round(
     raise ProviderError(
         "bad_response", f"{adapter.name}: the reply ended before its stop", retryable=True
     )
+
+
+def _scrubbed(chunk: StreamChunk) -> StreamChunk:
+    """The chunk with text that can be encoded (a model's JSON may hold lone surrogates)."""
+    if isinstance(chunk, ContentBlockDelta):
+        delta = scrub_text(chunk.delta)
+        return chunk if delta is chunk.delta else dataclasses.replace(chunk, delta=delta)
+    if isinstance(chunk, ToolUse):
+        return dataclasses.replace(
+            chunk,
+            tool_name=scrub_text(chunk.tool_name),
+            params=scrub(chunk.params),
+            id=scrub_text(chunk.id),
+        )
+    return chunk
 
 
 def _check_window(window: ContextWindow, messages: list[Message], budget: int | None) -> None:
@@ -182,7 +199,7 @@ async def _tool_round(
             message = dataclasses.replace(message, pending=True)
         else:
             result, error = await tool.execute(call.params, config.tool_timeout)
-            message = message.completed(result, error)
+            message = message.completed(scrub(result), error and scrub_text(error))
         results.append(message)
     if run.superseded:
         return

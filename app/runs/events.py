@@ -71,6 +71,7 @@ class ErrorCode(StrEnum):
     BAD_LAST_EVENT_ID = "bad_last_event_id"
     INVALID_CURSOR = "invalid_cursor"
     UNAUTHORIZED = "unauthorized"
+    ORIGIN_NOT_ALLOWED = "origin_not_allowed"
     NOT_FOUND = "not_found"
     CONVERSATION_NOT_FOUND = "conversation_not_found"
     RUN_NOT_FOUND = "run_not_found"
@@ -148,7 +149,10 @@ class RunEvent:
     index: int = 0
 
     def frame(self, run_id: str) -> bytes:
-        """The event as a Server-Sent Events frame."""
+        """The event as a Server-Sent Events frame; position 0 (a notice that is not part of
+        the run, such as a reader cut by a shutdown) has no id."""
+        if not self.seq:
+            return f"event: {self.name}\ndata: {self.data}\n\n".encode()
         return f"id: {run_id}:{self.seq}\nevent: {self.name}\ndata: {self.data}\n\n".encode()
 
 

@@ -14,7 +14,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from app.runs.errors import BadEventId, EventsExpired
-from app.runs.events import DONE, RunEvent, parse_event_id, stored_events
+from app.runs.events import (
+    DONE,
+    ERROR,
+    SHUTTING_DOWN_ERROR,
+    RunEvent,
+    make_event,
+    parse_event_id,
+    stored_events,
+)
 from app.runs.live import LiveRun
 from app.runs.services import Services
 from app.storage import RunRecord, RunRepository, utcnow
@@ -87,6 +95,10 @@ class RunReader:
     async def _follow_stored(
         self, run: RunRecord, after: int
     ) -> AsyncIterator[builtins.list[RunEvent]]:
+        """Another process's run, from its log. Ends after ``done``; also when the run ended
+        without anything after ``after`` (an id past its end), and when this process shuts
+        down: then with an ``error`` (``shutting_down``) that has no id, so the client resumes
+        elsewhere from the last event it really got."""
         services = self.services
         seq = after
         loop = asyncio.get_running_loop()
@@ -101,16 +113,26 @@ class RunReader:
                 if batch[-1].name == DONE:
                     return
                 continue
+            if services.manager.shutting_down:
+                yield [make_event(0, ERROR, SHUTTING_DOWN_ERROR)]
+                return
             if loop.time() >= next_check:
                 next_check = loop.time() + _LIVENESS_EVERY
-                await self._end_if_abandoned(run)
+                if await self._ended(run, seq):
+                    return
             await services.manager.wait_remote(run.id, services.settings.follow_poll_seconds)
 
-    async def _end_if_abandoned(self, run: RunRecord) -> None:
-        """End the run if its process died (its lease expired): its log then ends in ``done``."""
+    async def _ended(self, run: RunRecord, seq: int) -> bool:
+        """Whether the run is over with nothing stored after ``seq``; a run whose process died
+        (its lease expired) is ended here first, so its log ends in ``done``."""
         async with self.services.reader(None) as reader:
             record = await reader.get(run.conversation_id)
+            runs = RunRepository(reader.session)
+            finished = (await runs.get(run.id)).finished
+            if finished and not await runs.events_after(run.id, seq):
+                return True
         expires = record.lease_expires_at
         if record.lease_run_id == run.id and expires is not None and expires <= utcnow():
             async with self.services.repository(None) as repo:
                 await repo.end_abandoned_run(run.conversation_id)
+        return False

@@ -20,7 +20,7 @@ from app.runs.events import DONE, RunEvent
 
 log = logging.getLogger(__name__)
 
-StopReason = Literal["cancel", "disconnect", "shutdown", "lease_lost"]
+StopReason = Literal["cancel", "disconnect", "shutdown", "lease_lost", "storage_failed"]
 
 
 @dataclass(eq=False)
@@ -37,6 +37,8 @@ class LiveRun:
     """The conversation's version after the run's last stored change."""
     events: list[RunEvent] = field(default_factory=list)
     task: asyncio.Task[None] | None = None
+    running: bool = False
+    """Its task has begun: a stop cancels it (before that, the task sees ``stop_reason``)."""
     stop_reason: StopReason | None = None
     finishing: bool = False
     """The run's model stream is over; it is storing its ending and can no longer be stopped."""
@@ -76,7 +78,8 @@ class LiveRun:
         if self.finishing or self.stop_reason is not None or self.task is None:
             return False
         self.stop_reason = reason
-        self.task.cancel()
+        if self.running:  # a task cancelled before its first step would never run its ending
+            self.task.cancel()
         return True
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ from app.domain import (
     MessageAppended,
     MessageStop,
     ProviderError,
+    Role,
+    TextMessage,
     ToolRoundLimitError,
 )
 from app.runs.conversations import Delta, config_update
@@ -68,6 +71,8 @@ class _Progress:
 
     usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
     reply_complete: bool = False
+    model_finished: bool = False
+    """The model sent the stop of its final reply: its text is whole."""
     inflight: Commit | None = None
 
 
@@ -119,26 +124,33 @@ class RunService:
             runs = RunRepository(repo.session)
             await runs.create(run_id, record.id, self.owner, on_disconnect)
             await runs.add_events(merged_rows(run_id, [started]))
-        # Read outside the write transaction: the lease keeps every other writer out.
-        async with services.reader(self.owner) as reader:
-            messages = await reader.load_messages(conversation_id)
-        if all(isinstance(m, AgentMessage) for m in messages):
+        try:
+            # Read outside the write transaction: the lease keeps every other writer out.
+            async with services.reader(self.owner) as reader:
+                messages = await reader.load_messages(conversation_id)
+            if all(isinstance(m, AgentMessage) for m in messages):
+                raise NothingToAnswer(conversation_id)
+            conversation = LLMConversation(messages, config)
+            observer = RunObserver(adapter.name, record.id, run_id)
+        except BaseException:
             await self._withdraw(record, run_id)
-            raise NothingToAnswer(conversation_id)
+            raise
         run = LiveRun(
             run_id, record.id, self.owner, on_disconnect, len(messages), record.version, [started]
         )
         services.manager.add(run)
-        conversation = LLMConversation(messages, config)
-        observer = RunObserver(adapter.name, record.id, run_id)
         run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
+        if services.manager.shutting_down:  # the drain began while this run was starting
+            run.stop("shutdown")
         return run
 
     async def _withdraw(self, record: ConversationRecord, run_id: str) -> None:
-        """Undo a run that cannot start after all: no row, no lease."""
-        async with self.services.repository(self.owner) as repo:
-            await RunRepository(repo.session).delete(run_id)
-            await repo.release_lease(record.id, run_id)
+        """Undo a run that cannot start after all: no row, no lease (if this fails too, the
+        lease expires and the run is ended as abandoned)."""
+        with contextlib.suppress(Exception):
+            async with self.services.repository(self.owner) as repo:
+                await RunRepository(repo.session).delete(run_id)
+                await repo.release_lease(record.id, run_id)
 
     # --- the run's task -------------------------------------------------------------------------
 
@@ -146,9 +158,12 @@ class RunService:
         self, run: LiveRun, conversation: LLMConversation, observer: RunObserver
     ) -> None:
         observer.started()
+        run.running = True
         progress = _Progress()
         error: ErrorData | None = None
         try:
+            if run.stop_reason is not None:  # stopped before it began
+                raise asyncio.CancelledError
             status = await self._drive(run, conversation, progress, observer)
         except asyncio.CancelledError:
             task = asyncio.current_task()
@@ -175,6 +190,10 @@ class RunService:
         """The status of a run whose task was stopped (``run.stop_reason`` says why)."""
         if progress.reply_complete:  # stopped after the model's last word: it did complete
             return _natural_status(conversation), None
+        if progress.model_finished and _complete_last_reply(conversation):
+            return _natural_status(conversation), None
+        if run.stop_reason == "storage_failed":
+            return "failed", error_for(RuntimeError("the run's events could not be stored"))
         if run.stop_reason == "shutdown":
             return "interrupted", SHUTTING_DOWN_ERROR
         if run.stop_reason == "lease_lost":
@@ -199,6 +218,7 @@ class RunService:
                     continue
                 observer.chunk(event)
                 if isinstance(event, MessageStop):
+                    progress.model_finished = event.stop_reason != "tool_use"
                     progress.usage["input_tokens"] += event.usage.input_tokens or 0
                     progress.usage["output_tokens"] += event.usage.output_tokens or 0
                 out = chunk_event(run.seq + 1, event)
@@ -275,6 +295,17 @@ class RunService:
         status = "aborted" if isinstance(exc, LeaseLost) else "failed"
         done = done_payload(status, run.persisted, run.version)
         run.publish([make_event(run.seq + 1, ERROR, error), make_event(run.seq + 2, DONE, done)])
+
+
+def _complete_last_reply(conversation: LLMConversation) -> bool:
+    """A run stopped between the model's final stop and storing its reply keeps the text as
+    incomplete; it is whole: mark it so. False when there is no such reply."""
+    messages = conversation.messages
+    last = messages[-1] if len(messages) else None
+    if not (isinstance(last, TextMessage) and last.role is Role.ASSISTANT and last.incomplete):
+        return False
+    messages.replace(len(messages) - 1, dataclasses.replace(last, incomplete=False))
+    return True
 
 
 def _natural_status(conversation: LLMConversation) -> str:

@@ -31,6 +31,7 @@ from app.storage import (
     LeaseLost,
     RunRepository,
     StorageError,
+    is_transient,
 )
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,8 @@ class EventWriter:
         self._events: list[tuple[LiveRun, RunEvent]] = []
         self._commits: list[Commit] = []
         self._first_event_at: float | None = None
+        self._paused_until = 0.0
+        """After a flush the database did not take, the next waits until then."""
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
@@ -100,7 +103,7 @@ class EventWriter:
         if not self._settings.run_event_log:
             return
         if not self._events:
-            self._first_event_at = time.monotonic()
+            self._first_event_at = self._now()
             self._wake.set()
         self._events.append((run, event))
 
@@ -138,15 +141,22 @@ class EventWriter:
         next_renew = loop.time() + renew_every
         next_poll = loop.time()
         next_prune = loop.time()
+        next_sweep = loop.time() + settings.run_lease_seconds
         while not self._closing:
-            deadline = min(next_renew, next_poll, next_prune)
-            if self._events and self._first_event_at is not None:
-                deadline = min(deadline, self._first_event_at + settings.event_flush_seconds)
+            deadline = min(next_renew, next_poll, next_prune, next_sweep)
+            if self._commits:
+                deadline = min(deadline, self._paused_until)
+            elif self._events and self._first_event_at is not None:
+                due = self._first_event_at + settings.event_flush_seconds
+                deadline = min(deadline, max(due, self._paused_until))
             await self._sleep_until(deadline)
             try:
-                if self._commits or self._flush_due():
+                if (self._commits or self._flush_due()) and self._now() >= self._paused_until:
                     await self._flush()
                 now = loop.time()
+                if now >= next_sweep:
+                    next_sweep = now + settings.run_lease_seconds
+                    await self._end_abandoned_runs()
                 if now >= next_renew:
                     next_renew = now + renew_every
                     await self._renew_leases()
@@ -169,7 +179,7 @@ class EventWriter:
     def _flush_due(self) -> bool:
         if not self._events or self._first_event_at is None:
             return False
-        waited = time.monotonic() - self._first_event_at
+        waited = self._now() - self._first_event_at
         return self._closing or waited >= self._settings.event_flush_seconds
 
     # --- one flush: one transaction for every run -----------------------------------------------
@@ -177,7 +187,7 @@ class EventWriter:
     async def _flush(self) -> None:
         events, self._events = self._events, []
         commits, self._commits = self._commits, []
-        self._first_event_at = None
+        first_event_at, self._first_event_at = self._first_event_at, None
         if not events and not commits:
             return
         started = time.monotonic()
@@ -188,24 +198,33 @@ class EventWriter:
             groups.setdefault(commit.run.run_id, _Group(commit.run)).commits.append(commit)
         try:
             await self._store(list(groups.values()))
-        except Exception:
-            if len(groups) == 1:
-                raise_into = list(groups.values())
-            else:  # one run's bad data must not cost the others theirs: store each alone
-                log.warning("event writer: a flush of %d runs failed; each alone now", len(groups))
-                raise_into = []
-                for group in groups.values():
-                    try:
-                        await self._store([group])
-                    except Exception:
-                        raise_into.append(group)
-            for group in raise_into:
+        except Exception as exc:
+            if not is_transient(exc):
+                await self._store_each_alone(list(groups.values()))
+            elif not self._closing:  # unreachable or busy: keep everything, in order, retry
+                log.warning("event writer: the database did not take a flush (%s); retrying", exc)
+                self._events = events + self._events
+                self._commits = commits + self._commits
+                self._first_event_at = first_event_at or self._now()
+                self._paused_until = self._now() + self._settings.event_flush_seconds * 5
+                return
+            else:
+                log.exception("event writer: the last flush failed; %d events lost", len(events))
+        if self.on_flush is not None:
+            self.on_flush(time.monotonic() - started, len(events) + len(commits))
+
+    async def _store_each_alone(self, groups: list[_Group]) -> None:
+        """One run's bad data must not cost the others theirs: store each run alone. A run
+        whose events cannot be stored at all is stopped: its log would have a hole."""
+        for group in groups:
+            try:
+                await self._store([group])
+            except Exception as exc:
                 log.exception("event writer: run %s: events not stored", group.run.run_id)
                 for commit in group.commits:
                     if not commit.future.done():
-                        commit.future.set_exception(RuntimeError("events not stored"))
-        if self.on_flush is not None:
-            self.on_flush(time.monotonic() - started, len(events) + len(commits))
+                        commit.future.set_exception(exc)
+                group.run.stop("storage_failed")
 
     async def _store(self, groups: list[_Group]) -> None:
         """One transaction storing the groups; commit futures are resolved once it committed."""
@@ -259,7 +278,21 @@ class EventWriter:
             )
         return numbered
 
+    def _now(self) -> float:
+        return asyncio.get_running_loop().time()
+
     # --- between flushes ------------------------------------------------------------------------
+
+    async def _end_abandoned_runs(self) -> None:
+        """End the runs of processes that died (their leases expired a lease term ago and more),
+        so their rows do not say ``running`` until someone touches the conversation."""
+        cutoff = datetime.now(UTC) - timedelta(seconds=self._settings.run_lease_seconds)
+        async with self._reader() as reader:
+            abandoned = await RunRepository(reader.session).abandoned(cutoff)
+        for conversation_id in abandoned:
+            async with self._repository() as repo:
+                await repo.end_abandoned_run(conversation_id)
+            self.transactions += 1
 
     async def _renew_leases(self) -> None:
         live = self._manager.running()

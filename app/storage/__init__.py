@@ -16,6 +16,7 @@ from app.storage.errors import (
     StoredDataError,
     ToolCallNotPending,
     VersionConflict,
+    is_transient,
 )
 from app.storage.records import ConversationRecord, ToolOutcome, utcnow
 from app.storage.repository import AbandonedRunHandler, ConversationRepository
@@ -41,6 +42,7 @@ __all__ = [
     "ToolCallNotPending",
     "ToolOutcome",
     "VersionConflict",
+    "is_transient",
     "new_run_id",
     "utcnow",
 ]

@@ -1,20 +1,25 @@
-"""The storage layer's exceptions; each carries what an HTTP handler needs. Imports nothing.
-Their stable codes belong to app/runs/events.py (``ErrorCode``), which API errors share.
+"""The storage layer's exceptions; each carries what an HTTP handler needs. Imports only
+SQLAlchemy's exceptions. Their stable codes belong to app/runs/events.py (``ErrorCode``), which
+API errors share.
 
-StorageError                      (code)                  suggested HTTP status
- ├── ConversationNotFound         conversation-not-found  404  unknown id, malformed id, other owner
- ├── RunNotFound                  run-not-found           404  unknown run, other conversation
- ├── InvalidCursor                invalid-cursor          400  a list cursor we did not issue
- ├── StoredDataError              stored-data-error       500  a stored message no longer reads
- ├── VersionConflict              version-conflict        412  stale expected_version
- └── StorageConflict                                      409
-      ├── LeaseHeld               conversation-running    another run holds the lease
-      ├── LeaseLost               lease-lost              this run no longer holds the lease
-      ├── ToolCallNotPending      tool-call-not-pending   no pending call with that id
-      └── DuplicateToolCall       duplicate-tool-call     a second pending call with the same id
+StorageError                      code (ErrorCode)         suggested HTTP status
+ ├── ConversationNotFound         conversation_not_found  404  unknown id, malformed id, other owner
+ ├── RunNotFound                  run_not_found           404  unknown run, other conversation
+ ├── InvalidCursor                invalid_cursor          400  a list cursor we did not issue
+ ├── StoredDataError              stored_data_error       500  a stored message no longer reads
+ ├── VersionConflict              version_mismatch        412  stale expected_version
+ └── StorageConflict              conflict                409
+      ├── LeaseHeld               conversation_running    another run holds the lease
+      ├── LeaseLost               lease_lost              this run no longer holds the lease
+      ├── ToolCallNotPending      tool_call_not_pending   no pending call with that id
+      └── DuplicateToolCall       duplicate_tool_call     a second pending call with the same id
+
+``is_transient`` tells a database that is briefly unreachable or busy from data it refuses.
 """
 
 from __future__ import annotations
+
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 
 class StorageError(Exception):
@@ -113,3 +118,11 @@ class DuplicateToolCall(StorageConflict):
         )
         self.conversation_id = conversation_id
         self.tool_call_id = tool_call_id
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database is unreachable or busy (worth retrying the same
+    statements later), rather than refusing the data."""
+    if isinstance(exc, OperationalError | InterfaceError | OSError | TimeoutError):
+        return True
+    return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)

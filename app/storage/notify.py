@@ -18,6 +18,7 @@ from app.storage.database import Database
 from app.storage.runs import NOTIFY_CHANNEL
 
 log = logging.getLogger(__name__)
+_KEEPALIVE_SECONDS = 15
 
 
 class Listener:
@@ -58,11 +59,13 @@ class Listener:
             try:
                 connection = await asyncpg.connect(dsn, timeout=10)
                 await connection.add_listener(NOTIFY_CHANNEL, self._on_notify)
-                closed = asyncio.Event()
-                connection.add_termination_listener(lambda _c, ev=closed: ev.set())
                 self.connected.set()
-                await closed.wait()
-            except (OSError, asyncpg.PostgresError, TimeoutError) as exc:
+                while not connection.is_closed():  # a half-open connection shows on a query
+                    await asyncio.wait_for(connection.execute("SELECT 1"), _KEEPALIVE_SECONDS)
+                    await asyncio.sleep(_KEEPALIVE_SECONDS)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # whatever broke, listen again (polling covers the gap)
                 log.warning("listening for run notifications failed (%s); retrying", exc)
             finally:
                 self.connected.clear()

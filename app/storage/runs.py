@@ -205,6 +205,19 @@ class RunRepository:
         )
         return _record(row) if row is not None else None
 
+    async def abandoned(self, expired_before: datetime) -> builtins.list[str]:
+        """Conversations whose unfinished run's lease expired before ``expired_before``."""
+        result = await self._session.execute(
+            select(_R.conversation_id)
+            .join(CONVERSATIONS, _C.id == _R.conversation_id)
+            .where(
+                _R.finished_at.is_(None),
+                _C.lease_run_id == _R.id,
+                _C.lease_expires_at < expired_before,
+            )
+        )
+        return list(result.scalars())
+
     async def renew_leases(self, run_ids: Sequence[str], ttl_seconds: float) -> set[str]:
         """Extend the leases these runs hold, in one statement; the ids that still hold one."""
         if not run_ids:
@@ -239,12 +252,18 @@ class RunRepository:
     async def events_after(self, run_id: str, seq: int) -> builtins.list[EventRow]:
         """The rows holding the run's events after ``seq``, in order (the first may start
         at or before ``seq`` when it holds several events)."""
-        result = await self._session.execute(
-            select(_E.seq, _E.count, _E.name, _E.data)
-            .where(_E.run_id == run_id, _E.seq + _E.count > seq + 1)
-            .order_by(_E.seq)
+        columns = (_E.seq, _E.count, _E.name, _E.data)
+        covering = await self._session.execute(  # the row that holds ``seq`` itself, if merged
+            select(*columns)
+            .where(_E.run_id == run_id, _E.seq <= seq)
+            .order_by(_E.seq.desc())
+            .limit(1)
         )
-        return [EventRow(run_id, *row) for row in result]
+        rows = [EventRow(run_id, *row) for row in covering if row.seq + row.count - 1 > seq]
+        after = await self._session.execute(
+            select(*columns).where(_E.run_id == run_id, _E.seq > seq).order_by(_E.seq)
+        )
+        return rows + [EventRow(run_id, *row) for row in after]
 
     async def has_events(self, run_id: str) -> bool:
         """Whether any event of the run is still stored (finished runs' events are pruned)."""

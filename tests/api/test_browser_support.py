@@ -47,7 +47,7 @@ async def test_a_foreign_origin_gets_403_problem_and_changes_nothing(
     response = await client.post("/conversations", json={}, headers={"Origin": origin})
     assert response.status_code == 403
     assert response.headers["content-type"] == PROBLEM
-    assert response.json()["type"] == "/problems/origin-not-allowed"
+    assert response.json()["type"] == "/problems/origin_not_allowed"
     assert origin in response.json()["detail"]
     assert await count(client) == 0
 

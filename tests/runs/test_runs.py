@@ -24,13 +24,23 @@ from app.domain import (
     ToolSpec,
     collect_response,
 )
+from app.runs.config import ConfigContext
 from app.runs.errors import BadEventId, EventsExpired, ShuttingDown
 from app.runs.events import RunEvent
 from app.runs.follow import RunReader
 from app.runs.runner import RunService
-from app.storage import ConversationNotFound, RunNotFound, RunRepository, utcnow
+from app.runs.server_tools import builtin_tools
+from app.runs.services import Services
+from app.settings import Settings
+from app.storage import ConversationNotFound, Database, RunNotFound, RunRepository, utcnow
 from app.storage.tables import CONVERSATIONS
-from tests.domain.domain_support import HANG, ScriptedAdapter, text_reply, tool_reply
+from tests.domain.domain_support import (
+    HANG,
+    ScriptedAdapter,
+    selector,
+    text_reply,
+    tool_reply,
+)
 from tests.runs.conftest import (
     OWNER,
     MakeServices,
@@ -363,3 +373,165 @@ async def test_one_run_that_cannot_be_stored_costs_the_others_nothing(
         runs = RunRepository(reader.session)
         assert [r.seq for r in await runs.events_after(good.run_id, good.seq)] == [good.seq + 50]
         assert (await runs.events_after(bad.run_id, 0))[0].name == "run_started"
+
+
+class SlowCloseAdapter(PacedAdapter):
+    """Like PacedAdapter, but closing its stream takes a while (as closing an HTTP response
+    does): a stop can land between the model's last word and the stored reply."""
+
+    async def stream_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncIterator[StreamChunk]:
+        try:
+            async for chunk in super().stream_message(messages, tools, options):
+                yield chunk
+        finally:
+            await asyncio.sleep(0.3)
+
+
+async def test_a_cancel_after_the_models_last_word_finds_the_run_completed(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(SlowCloseAdapter(3, 0.001))
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    async for batch in run.follow(0):
+        if any(e.name == "message_stop" for e in batch):
+            break
+    await conversations(services).cancel(conv_id)
+    events = await all_events(run)
+    assert body(events[-1])["status"] == "completed"
+    [message] = [body(e)["message"] for e in events if e.name == "message"]
+    assert message == {"type": "TextMessage", "text": "w0 w1 w2 ", "role": "assistant"}
+
+
+async def test_a_run_stopped_before_its_task_began_still_ends(make_services: MakeServices) -> None:
+    services = await make_services(PacedAdapter(50, 0.01))
+    run = await start_run(services, await new_conversation(services, "hi"))
+    services.manager.detached(run)  # the client left at once
+    events = await asyncio.wait_for(all_events(run), 2)
+    assert body(events[-1])["status"] == "aborted"
+    assert (await conversations(services).get(run.conversation_id)).status == "idle"
+
+
+async def test_a_run_that_starts_while_draining_is_interrupted(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(PacedAdapter(200, 0.01))
+    conv_id = await new_conversation(services, "hi")
+    starting = asyncio.create_task(start_run(services, conv_id))
+    await asyncio.sleep(0)  # it is past the shutdown check, waiting for the database
+    await services.drain()
+    run = await starting
+    events = await asyncio.wait_for(all_events(run), 2)
+    assert body(events[-1])["status"] == "interrupted"
+
+
+async def test_lone_surrogates_from_a_model_are_replaced_not_fatal(
+    make_services: MakeServices,
+) -> None:
+    from app.domain import ToolUse
+
+    adapter = ScriptedAdapter(
+        [
+            [
+                ContentBlockStart(0),
+                ContentBlockDelta("a\ud800b"),
+                ToolUse("add_numbers", {"n\udc00": [1]}, "c1"),
+                MessageStop("tool_use"),
+            ],
+            text_reply("fine"),
+        ]
+    )
+    services = await make_services(adapter)
+    conv_id = await new_conversation(services, "hi", tools=["add_numbers"])
+    events = await all_events(await start_run(services, conv_id))
+    assert [e.frame("r") for e in events]  # every frame encodes
+    assert deltas(events).startswith("a\ufffdb")
+    assert body(events[-1])["status"] == "completed"
+    stored = await conversations(services).messages(conv_id)
+    assert stored[2].to_serializable_dict()["arguments"] == {"n\ufffd": [1]}
+
+
+async def test_a_busy_database_delays_the_log_but_loses_nothing(
+    make_services: MakeServices, database_url: str, backend: str
+) -> None:
+    if backend != "sqlite":
+        pytest.skip("the test makes the database busy by holding SQLite's write lock")
+    settings = Settings(database_url=database_url)
+    configs = ConfigContext(selector(PacedAdapter(60, 0.01)), builtin_tools(), tool_timeout=5)
+    services = Services(settings, Database(database_url, busy_timeout_ms=200), configs)
+    await services.start()
+    try:
+        await _busy_database_run(make_services, services, database_url)
+    finally:
+        await services.stop()
+
+
+async def _busy_database_run(make_services: MakeServices, services: Any, database_url: str) -> None:
+    import sqlite3
+
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id, on_disconnect="continue")
+    await asyncio.sleep(0.1)
+    blocker = sqlite3.connect(database_url.split("///", 1)[1], timeout=0.1)
+    blocker.execute("BEGIN EXCLUSIVE")
+    await asyncio.sleep(1.5)  # several busy timeouts: flushes fail, and are retried
+    blocker.rollback()
+    blocker.close()
+    live = await asyncio.wait_for(all_events(run), 10)
+    other = await make_services(ScriptedAdapter([]))
+    replayed = await stored_events(other, conv_id, run.run_id)
+    assert [e.seq for e in replayed] == list(range(1, len(live) + 1))
+    assert deltas(replayed) == deltas(live)
+
+
+async def test_a_reader_of_another_process_ends_when_the_run_ends_past_its_id(
+    make_services: MakeServices,
+) -> None:
+    owner = await make_services(PacedAdapter(10, 0.01))
+    other = await make_services(ScriptedAdapter([]))
+    conv_id = await new_conversation(owner, "hi")
+    run = await start_run(owner, conv_id)
+    reader = RunReader(other, OWNER)
+    resume = await reader.resume(conv_id, f"{run.run_id}:999")
+    assert resume is not None
+    rest = await asyncio.wait_for(asyncio.ensure_future(_collect(reader.follow(resume))), 5)
+    assert rest == []
+
+
+async def _collect(batches: AsyncIterator[list[RunEvent]]) -> list[RunEvent]:
+    return [e async for batch in batches for e in batch]
+
+
+async def test_readers_of_other_processes_runs_are_told_when_this_one_shuts_down(
+    make_services: MakeServices,
+) -> None:
+    owner = await make_services(PacedAdapter(300, 0.01))
+    other = await make_services(ScriptedAdapter([]))
+    conv_id = await new_conversation(owner, "hi")
+    run = await start_run(owner, conv_id, on_disconnect="continue")
+    reader = RunReader(other, OWNER)
+    resume = await reader.resume(conv_id, f"{run.run_id}:1")
+    assert resume is not None
+    following = asyncio.ensure_future(_collect(reader.follow(resume)))
+    await asyncio.sleep(0.3)
+    await other.drain()
+    rest = await asyncio.wait_for(following, 3)
+    assert rest[-1].name == "error" and rest[-1].seq == 0
+    assert body(rest[-1])["code"] == "shutting_down"
+    assert b"id:" not in rest[-1].frame(run.run_id)
+
+
+async def test_the_writer_ends_runs_whose_process_died_on_its_own(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(ScriptedAdapter([]), run_lease_seconds=0.2)
+    conv_id = await new_conversation(services, "hi")
+    run_id = "0" * 31 + "2"
+    async with services.repository(None) as repo:
+        await repo.acquire_lease(conv_id, run_id, 0.05)
+        await RunRepository(repo.session).create(run_id, conv_id, OWNER, "cancel")
+    await asyncio.sleep(1.0)
+    record = await RunReader(services, OWNER).get(conv_id, run_id)
+    assert record.status == "interrupted"
