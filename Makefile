@@ -57,5 +57,9 @@ openapi: $(STAMP)
 settings-doc: $(STAMP)
 	$(BIN)/python -m app.settings_doc
 
+# The stream-path benchmark (docs/performance.md); BENCH_ARGS=--quick for one round.
+bench: $(STAMP)
+	$(BIN)/python -m bench.stream $(BENCH_ARGS)
+
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

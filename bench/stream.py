@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import multiprocessing
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
@@ -49,14 +51,21 @@ SCENARIOS: dict[str, tuple[int, int, int, bool]] = {
     "paced_100x150": (100, 150, 20, False),
     "paced_200x100": (200, 100, 20, False),
     "first_token": (20, 5, 0, True),
+    "starts_100": (100, 2, 0, False),  # not in the default set: profiles 100 starts at once
 }
+DEFAULT_SCENARIOS = [name for name in SCENARIOS if name != "starts_100"]
 RELAYS = ("relay-typed", "relay-parse", "relay-pipe")
+PROFILING = bool(os.environ.get("PARLEY_BENCH_PROFILE"))
+"""PARLEY_BENCH_PROFILE=DIR runs each Parley under py-spy, writing DIR/parley-<db>.txt."""
 
 
 def serve_uvicorn(
-    target: str, port: int, env: dict[str, str], factory: bool
+    target: str, port: int, env: dict[str, str], factory: bool, profile: str | None = None
 ) -> subprocess.Popen[bytes]:
-    args = [PY, "-m", "uvicorn", target, "--host", "127.0.0.1", "--port", str(port)]
+    """uvicorn, one worker; under ``py-spy record`` (collapsed stacks to ``profile``) if set."""
+    spy = [str(Path(PY).parent / "py-spy"), "record", "-r", "200", "-f", "raw", "-o", profile]
+    args = [*([*spy, "--"] if profile else []), PY, "-m", "uvicorn", target]
+    args += ["--host", "127.0.0.1", "--port", str(port)]
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
     if factory:
         args.append("--factory")
@@ -270,16 +279,16 @@ def start_servers(
         migrate(url)
         name = f"parley-{db}"
         ports[name] = free_port()
-        procs.append(
-            serve_uvicorn(
-                "app.main:create_app", ports[name], parley_env(url, ports["upstream"]), factory=True
-            )
-        )
+        profile = f"{os.environ['PARLEY_BENCH_PROFILE']}/{name}.txt" if PROFILING else None
+        env = parley_env(url, ports["upstream"])
+        procs.append(serve_uvicorn("app.main:create_app", ports[name], env, True, profile))
         pids[name] = procs[-1].pid
     for name, port in ports.items():
         path = "/healthz" if name.startswith("parley") else "/"
         if name != "upstream":
             asyncio.run(wait_up(f"http://127.0.0.1:{port}{path}"))
+        if PROFILING and name.startswith("parley"):  # py-spy's child is Parley
+            pids[name] = children(pids[name])[0]
     return ports, pids, procs
 
 
@@ -289,6 +298,21 @@ def line(m: dict[str, Any]) -> str:
         f"p99 {m['first_p99_ms']:7.1f} ms  gap p99 {m['gap_p99_ms']:6.1f} ms  "
         f"rss {m['rss_mb']:4.0f} MB  ok={m['ok']}"
     )
+
+
+def children(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def stop_servers(procs: list[subprocess.Popen[bytes]]) -> None:
+    """Stop every server; under py-spy, stop Parley itself, and py-spy writes its profile."""
+    for proc in procs:
+        spied = str(proc.args[0]).endswith("py-spy")
+        for pid in children(proc.pid) if spied else [proc.pid]:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+    for proc in procs:
+        proc.wait(30)
 
 
 def run_all(bench: Bench, args: argparse.Namespace, targets: list[str]) -> list[dict[str, Any]]:
@@ -343,7 +367,7 @@ def main() -> None:
         "--json", default="bench/stream-results.json", help="where to write the results"
     )
     args = parser.parse_args()
-    args.scenario = args.scenario or list(SCENARIOS)
+    args.scenario = args.scenario or DEFAULT_SCENARIOS
     args.provider = args.provider or ["openai", "anthropic"]
     args.rounds = 1 if args.quick else 3
     load_before = os.getloadavg()
@@ -357,9 +381,7 @@ def main() -> None:
             results = run_all(bench, args, targets)
         finally:
             bench.pool.terminate()
-            for proc in procs:
-                proc.terminate()
-                proc.wait(15)
+            stop_servers(procs)
     report = {
         "machine": machine(),
         "load_before": load_before,

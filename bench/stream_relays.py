@@ -43,7 +43,9 @@ adapters: dict[str, Any] = {
         AnthropicConfig(api_key="sk-bench", base_url=ANTHROPIC_URL, retry=_NO_RETRY), an_client
     ),
 }
-pipe_client = httpx2.AsyncClient(timeout=ProviderConfig(api_key="").timeout())
+pipe_client = httpx2.AsyncClient(
+    timeout=ProviderConfig(api_key="").timeout(), limits=httpx2.Limits(max_connections=1000)
+)
 
 
 def frame(text: str) -> bytes:

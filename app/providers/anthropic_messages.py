@@ -69,11 +69,15 @@ class AnthropicAdapter(SSEAdapter):
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client, made on first use; its own retries are off (we retry, see base)."""
         if self._client is None:
+            aiohttp = self.config.http_client == "aiohttp"
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.config.api_key,
                 base_url=self.config.base_url or "https://api.anthropic.com",
                 timeout=self.config.timeout(),
                 max_retries=0,
+                http_client=anthropic.DefaultAioHttpClient(timeout=self.config.timeout())
+                if aiohttp
+                else None,
             )
         return self._client
 

@@ -15,7 +15,7 @@ import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 import httpx2
 
@@ -58,6 +58,10 @@ class RetryPolicy:
         return min(backoff, self.max_wait)
 
 
+HttpClient = Literal["httpx", "aiohttp"]
+"""The SDK client's transport: its default (httpx2), or aiohttp (``DefaultAioHttpClient``)."""
+
+
 @dataclass(frozen=True)
 class ProviderConfig:
     """Where and how a real adapter talks to its provider (built from the settings)."""
@@ -68,6 +72,7 @@ class ProviderConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    http_client: HttpClient = "aiohttp"
 
     def timeout(self) -> httpx2.Timeout:
         """The SDK client's timeouts: ``read_timeout`` is the longest wait for the next bytes."""

@@ -85,11 +85,15 @@ class OpenAIAdapter(SSEAdapter):
     def client(self) -> openai.AsyncOpenAI:
         """The SDK client, made on first use; its own retries are off (we retry, see base)."""
         if self._client is None:
+            aiohttp = self.config.http_client == "aiohttp"
             self._client = openai.AsyncOpenAI(
                 api_key=self.config.api_key,
                 base_url=self.config.base_url or "https://api.openai.com/v1",
                 timeout=self.config.timeout(),
                 max_retries=0,
+                http_client=openai.DefaultAioHttpClient(timeout=self.config.timeout())
+                if aiohttp
+                else None,
             )
         return self._client
 

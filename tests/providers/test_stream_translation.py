@@ -22,7 +22,7 @@ from app.domain import (
 )
 from app.providers.anthropic_messages import AnthropicAdapter, _EventReader
 from app.providers.base import ChunkTranslator
-from app.providers.openai_chat import OpenAIAdapter, _ChunkReader
+from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig, _ChunkReader
 from app.providers.sse import SSEParser
 
 from . import wire
@@ -187,3 +187,21 @@ async def test_openai_adapter_error_chunk_before_any_chunk_is_retried(
     assert failure is None and ContentBlockDelta("ok") in chunks
     assert len(server.received) == 2
     assert json.dumps(server.bodies[0]) == json.dumps(server.bodies[1])
+
+
+@pytest.mark.parametrize("transport", ["httpx", "aiohttp"])
+async def test_both_sdk_transports_stream_the_same_chunks(
+    server: FakeServer, transport: str
+) -> None:
+    config = OpenAIConfig(
+        api_key="sk-test", base_url=f"{server.url}/v1", http_client=transport, read_timeout=2.0
+    )
+    adapter = OpenAIAdapter(config)
+    server.script(Reply(events=OA_TOOLS))
+    try:
+        chunks, error = await drain(
+            adapter.stream_message([TextMessage("x")], [], RequestOptions())
+        )
+    finally:
+        await adapter.aclose()
+    assert error is None and chunks == OA_TOOLS_CHUNKS
