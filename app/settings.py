@@ -190,6 +190,10 @@ class Settings(BaseSettings):
     provider_retry_backoff_seconds: float = Field(
         0.5, ge=0, description="First retry's wait when the provider names none; doubles after."
     )
+    provider_http_client: Literal["httpx", "aiohttp"] = Field(
+        "aiohttp",
+        description="The SDKs' HTTP transport: httpx (their default) or aiohttp.",
+    )
 
     @field_validator("database_url", mode="after")
     @classmethod

@@ -2,21 +2,21 @@
 
 May import the domain, the provider helpers and the ``anthropic`` SDK. Three translations: our
 messages to a messages request (``anthropic_turns``), the event stream to our StreamChunks
-(``_EventReader``), the SDK's exceptions to ProviderError (``errors.anthropic_error``).
+(``_EventReader``, over the shared SSE parser: no SDK object per event), the SDK's exceptions
+to ProviderError (``errors.anthropic_error``). The SDK client sends the request (``_open``).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 import anthropic
-import httpx2
-from anthropic.types import RawMessageStreamEvent
+import jiter
 
 from app.domain import (
     ContentBlockDelta,
@@ -24,6 +24,7 @@ from app.domain import (
     ContentBlockStop,
     Message,
     MessageStop,
+    ProviderError,
     RequestOptions,
     StreamChunk,
     ToolSpec,
@@ -31,8 +32,9 @@ from app.domain import (
     Usage,
     to_anthropic_format,
 )
-from app.providers.base import ProviderConfig, RetryingAdapter
-from app.providers.errors import anthropic_error, bad_response
+from app.providers.base import ProviderConfig, SSEAdapter
+from app.providers.errors import anthropic_error, bad_response, stream_error
+from app.providers.sse import SSEEvent
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 
@@ -47,10 +49,11 @@ class AnthropicConfig(ProviderConfig):
     max_tokens: int = 4096
 
 
-class AnthropicAdapter(RetryingAdapter):
+class AnthropicAdapter(SSEAdapter):
     """A ModelAdapter over Anthropic's messages API; a trailing assistant message is a prefill."""
 
     name = "anthropic"
+    _sdk_errors = (anthropic.AnthropicError,)
 
     config: AnthropicConfig
     _client: anthropic.AsyncAnthropic | None
@@ -66,11 +69,15 @@ class AnthropicAdapter(RetryingAdapter):
     def client(self) -> anthropic.AsyncAnthropic:
         """The SDK client, made on first use; its own retries are off (we retry, see base)."""
         if self._client is None:
+            aiohttp = self.config.http_client == "aiohttp"
             self._client = anthropic.AsyncAnthropic(
                 api_key=self.config.api_key,
                 base_url=self.config.base_url or "https://api.anthropic.com",
                 timeout=self.config.timeout(),
                 max_retries=0,
+                http_client=anthropic.DefaultAioHttpClient(timeout=self.config.timeout())
+                if aiohttp
+                else None,
             )
         return self._client
 
@@ -95,23 +102,15 @@ class AnthropicAdapter(RetryingAdapter):
             request["tools"] = [anthropic_tool(t) for t in tools]
         return request
 
-    async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
-        """One request: its events as our chunks; SDK and transport errors as ProviderError."""
-        try:
-            stream = await self.client.messages.create(**request)
-        except (anthropic.AnthropicError, httpx2.HTTPError) as exc:
-            raise anthropic_error(exc) from exc
-        try:
-            reader = _EventReader()
-            async for event in cast(AsyncIterator[RawMessageStreamEvent], stream):
-                for out in reader.feed(event):
-                    yield out
-            yield reader.finish()
-        except (anthropic.AnthropicError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
-            raise anthropic_error(exc) from exc
-        finally:
-            with suppress(httpx2.HTTPError):  # a failed close must not hide the real error
-                await stream.close()  # closes the HTTP response: the server stops generating
+    def _open(self, request: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+        """The SDK's streaming response: it sends the request and raises for a failed status."""
+        return self.client.messages.with_streaming_response.create(**request)
+
+    def _translator(self) -> _EventReader:
+        return _EventReader()
+
+    def _error(self, exc: BaseException) -> ProviderError:
+        return anthropic_error(exc)
 
 
 def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
@@ -193,7 +192,8 @@ class _Block:
 
 @dataclass
 class _EventReader:
-    """Turns raw message-stream events into StreamChunks."""
+    """Turns raw message-stream events (SSE JSON) into StreamChunks; ``ping`` and unknown
+    events pass, an ``error`` event is raised as the ProviderError its type says."""
 
     blocks: dict[int, _Block] = field(default_factory=dict)
     input_tokens: int | None = None
@@ -201,46 +201,67 @@ class _EventReader:
     stop_reason: str | None = None
     stopped: bool = False
 
-    def feed(self, event: RawMessageStreamEvent) -> list[StreamChunk]:
-        if event.type == "message_start":
-            usage = event.message.usage
+    def feed(self, event: SSEEvent) -> list[StreamChunk]:
+        kind = event.event
+        if kind == "ping" or not event.data:
+            return []
+        data = jiter.from_json(event.data.encode())
+        if not isinstance(data, dict):
+            raise bad_response("anthropic", f"a {kind} event is not a JSON object")
+        if kind == "content_block_delta":
+            return self._delta(data.get("index", 0), data.get("delta") or {})
+        if kind == "content_block_start":
+            return self._start(data.get("index", 0), data.get("content_block") or {})
+        if kind == "content_block_stop":
+            return self._stop(data.get("index", 0))
+        if kind == "error":
+            raise stream_error("anthropic", data)
+        self._message_event(kind, data)
+        return []
+
+    def _message_event(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "message_start":
+            usage = (data.get("message") or {}).get("usage") or {}
             self.input_tokens = _input_tokens(usage)
-            self.output_tokens = usage.output_tokens
-        elif event.type == "content_block_start":
-            return self._start(event.index, event.content_block)
-        elif event.type == "content_block_delta":
-            return self._delta(event.index, event.delta)
-        elif event.type == "content_block_stop":
-            return self._stop(event.index)
-        elif event.type == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self.output_tokens = event.usage.output_tokens
-            if event.usage.input_tokens is not None:
-                self.input_tokens = _input_tokens(event.usage)
-        elif event.type == "message_stop":
+            self.output_tokens = usage.get("output_tokens")
+        elif kind == "message_delta":
+            self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
+            usage = data.get("usage") or {}
+            self.output_tokens = usage.get("output_tokens", self.output_tokens)
+            if usage.get("input_tokens") is not None:
+                self.input_tokens = _input_tokens(usage)
+        elif kind == "message_stop":
             self.stopped = True
-        return []
 
-    def _start(self, index: int, block: Any) -> list[StreamChunk]:
-        if block.type == "text":
+    def _start(self, index: int, block: dict[str, Any]) -> list[StreamChunk]:
+        kind = block.get("type", "")
+        if kind == "text":
             self.blocks[index] = _Block("text")
+            text = block.get("text") or ""
             start: list[StreamChunk] = [ContentBlockStart(index)]
-            return start + ([ContentBlockDelta(block.text, index)] if block.text else [])
-        if block.type == "tool_use":
-            initial = block.input if isinstance(block.input, dict) else {}
-            self.blocks[index] = _Block("tool_use", block.id, block.name, initial=initial)
+            return start + ([ContentBlockDelta(text, index)] if text else [])
+        if kind == "tool_use":
+            initial = block.get("input")
+            self.blocks[index] = _Block(
+                "tool_use",
+                block.get("id", ""),
+                block.get("name", ""),
+                initial=initial if isinstance(initial, dict) else {},
+            )
         else:
-            self.blocks[index] = _Block(block.type)  # thinking, server tools: not ours to pass on
+            self.blocks[index] = _Block(kind)  # thinking, server tools: not ours to pass on
         return []
 
-    def _delta(self, index: int, delta: Any) -> list[StreamChunk]:
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamChunk]:
         block = self.blocks.get(index)
         if block is None:
             raise bad_response("anthropic", f"a delta for content block {index}, never started")
-        if delta.type == "text_delta" and block.kind == "text":
-            return [ContentBlockDelta(delta.text, index)] if delta.text else []
-        if delta.type == "input_json_delta" and block.kind == "tool_use":
-            block.fragments.append(delta.partial_json)
+        kind = delta.get("type")
+        if kind == "text_delta" and block.kind == "text":
+            text = delta.get("text")
+            return [ContentBlockDelta(text, index)] if text else []
+        if kind == "input_json_delta" and block.kind == "tool_use":
+            block.fragments.append(delta.get("partial_json", ""))
         return []
 
     def _stop(self, index: int) -> list[StreamChunk]:
@@ -258,11 +279,12 @@ class _EventReader:
         )
 
 
-def _input_tokens(usage: Any) -> int | None:
+def _input_tokens(usage: dict[str, Any]) -> int | None:
     """All the input tokens of a request: uncached plus cache writes and reads."""
     parts = (
-        usage.input_tokens,
-        getattr(usage, "cache_creation_input_tokens", None),
-        getattr(usage, "cache_read_input_tokens", None),
+        usage.get("input_tokens"),
+        usage.get("cache_creation_input_tokens"),
+        usage.get("cache_read_input_tokens"),
     )
-    return sum(p for p in parts if p is not None) if usage.input_tokens is not None else None
+    first = parts[0]
+    return sum(p for p in parts if isinstance(p, int)) if first is not None else None

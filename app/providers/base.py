@@ -1,7 +1,10 @@
-"""What the real adapters share: their config, and the retry loop that runs before the first chunk.
+"""What the real adapters share: their config, the retry loop that runs before the first chunk,
+and the one stream reader (``SSEAdapter``): the SDK's streaming response, read as bytes, through
+the shared SSE parser, into the adapter's chunk translation — no SDK model object per chunk.
 
-Imports the domain, httpx2 (the SDKs' HTTP client) and app.observability; the SDK-specific parts
-live in each adapter. Every failed attempt is logged once and counted here, whoever raised it.
+Imports the domain, httpx2 (the SDKs' HTTP client), the SSE parser and app.observability; the
+SDK-specific parts (request, chunk and error translations) live in each adapter. Every failed
+attempt is logged once and counted here, whoever raised it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,9 @@ import asyncio
 import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import aclosing
+from contextlib import AbstractAsyncContextManager, aclosing
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal, Protocol
 
 import httpx2
 
@@ -27,6 +30,7 @@ from app.domain import (
 )
 from app.observability import metrics
 from app.providers.errors import UpstreamError
+from app.providers.sse import SSEEvent, SSEParser
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +58,10 @@ class RetryPolicy:
         return min(backoff, self.max_wait)
 
 
+HttpClient = Literal["httpx", "aiohttp"]
+"""The SDK client's transport: its default (httpx2), or aiohttp (``DefaultAioHttpClient``)."""
+
+
 @dataclass(frozen=True)
 class ProviderConfig:
     """Where and how a real adapter talks to its provider (built from the settings)."""
@@ -64,6 +72,7 @@ class ProviderConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    http_client: HttpClient = "aiohttp"
 
     def timeout(self) -> httpx2.Timeout:
         """The SDK client's timeouts: ``read_timeout`` is the longest wait for the next bytes."""
@@ -171,3 +180,62 @@ class RetryingAdapter:
     def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
         """One request: its events as our chunks; SDK and transport errors as ProviderError."""
         raise NotImplementedError
+
+
+class ChunkTranslator(Protocol):
+    """One response's events as StreamChunks: ``feed`` each event, then ``finish`` at its end.
+
+    Both may raise ProviderError (an error event, a reply that cannot be read).
+    """
+
+    def feed(self, event: SSEEvent) -> list[StreamChunk]: ...
+
+    def finish(self) -> StreamChunk: ...
+
+
+class SSEAdapter(RetryingAdapter):
+    """A RetryingAdapter whose attempt reads the SDK's streaming response as raw bytes.
+
+    The SDK still builds and sends the request (auth, base URL, headers, timeouts) and raises
+    its error classes for a failed status before the body; the body goes through one
+    SSEParser into the subclass's ChunkTranslator. Subclasses implement ``_request``,
+    ``_open`` (the SDK's ``with_streaming_response`` call), ``_translator`` and ``_error``,
+    and set ``_sdk_errors`` to the SDK's base exception.
+    """
+
+    _sdk_errors: tuple[type[BaseException], ...] = ()
+
+    def _open(self, request: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+        """The SDK's streaming-response context for ``request``; its body is left unread."""
+        raise NotImplementedError
+
+    def _translator(self) -> ChunkTranslator:
+        """A fresh translation of one response's events."""
+        raise NotImplementedError
+
+    def _error(self, exc: BaseException) -> ProviderError:
+        """An SDK or transport exception as a ProviderError."""
+        raise NotImplementedError
+
+    async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
+        """One request: its events as our chunks; SDK and transport errors as ProviderError.
+
+        Leaving early (the caller closes us) closes the HTTP response: the server stops.
+        """
+        errors: tuple[type[BaseException], ...] = (
+            *self._sdk_errors,
+            httpx2.HTTPError,
+            httpx2.StreamError,
+            ValueError,
+        )
+        try:
+            async with self._open(request) as response:
+                parser = SSEParser()
+                translator = self._translator()
+                async for data in response.http_response.aiter_bytes():
+                    for event in parser.feed(data):
+                        for chunk in translator.feed(event):
+                            yield chunk
+                yield translator.finish()
+        except errors as exc:
+            raise self._error(exc) from exc

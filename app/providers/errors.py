@@ -185,6 +185,15 @@ def _error_fields(body: object) -> tuple[str | None, str]:
     return (str(kind) if kind else None), (str(message) if message else "")
 
 
+def stream_error(provider: str, body: object) -> UpstreamError:
+    """An error event inside a 200 stream (OpenAI's ``{"error": ...}`` chunk, Anthropic's
+    ``error`` event), classified by its type or code as the SDKs would raise it."""
+    kind, message = _error_fields(body)
+    return classify(
+        provider, status=None, kind=kind, message=message or "An error occurred during streaming"
+    )
+
+
 def openai_error(exc: BaseException) -> ProviderError:
     """An exception raised by the ``openai`` SDK (or its transport) as a ProviderError."""
     import openai

@@ -2,21 +2,21 @@
 
 May import the domain, the provider helpers and the ``openai`` SDK. Three translations: our
 messages to a chat-completions request (``_request``), the chunk stream to our StreamChunks
-(``_ChunkReader``), the SDK's exceptions to ProviderError (``errors.openai_error``).
+(``_ChunkReader``, over the shared SSE parser: no SDK object per chunk), the SDK's exceptions
+to ProviderError (``errors.openai_error``). The SDK client sends the request (``_open``).
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
-from contextlib import suppress
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
-import httpx2
+import jiter
 import openai
-from openai.types.chat import ChatCompletionChunk
 
 from app.domain import (
     ContentBlockDelta,
@@ -35,8 +35,9 @@ from app.domain import (
 )
 from app.domain.context import TokenCounter
 from app.domain.messages import Role
-from app.providers.base import ProviderConfig, RetryingAdapter
-from app.providers.errors import bad_response, openai_error
+from app.providers.base import ProviderConfig, SSEAdapter
+from app.providers.errors import bad_response, openai_error, stream_error
+from app.providers.sse import SSEEvent
 from app.providers.tokens import openai_token_counter
 
 DEFAULT_OPENAI_MODEL = "gpt-5.4-mini"
@@ -65,10 +66,11 @@ class OpenAIConfig(ProviderConfig):
     trailing_assistant: TrailingAssistant = "reject"
 
 
-class OpenAIAdapter(RetryingAdapter):
+class OpenAIAdapter(SSEAdapter):
     """A ModelAdapter over an OpenAI (or OpenAI-compatible) chat-completions endpoint."""
 
     name = "openai"
+    _sdk_errors = (openai.OpenAIError,)
 
     config: OpenAIConfig
     _client: openai.AsyncOpenAI | None
@@ -83,11 +85,15 @@ class OpenAIAdapter(RetryingAdapter):
     def client(self) -> openai.AsyncOpenAI:
         """The SDK client, made on first use; its own retries are off (we retry, see base)."""
         if self._client is None:
+            aiohttp = self.config.http_client == "aiohttp"
             self._client = openai.AsyncOpenAI(
                 api_key=self.config.api_key,
                 base_url=self.config.base_url or "https://api.openai.com/v1",
                 timeout=self.config.timeout(),
                 max_retries=0,
+                http_client=openai.DefaultAioHttpClient(timeout=self.config.timeout())
+                if aiohttp
+                else None,
             )
         return self._client
 
@@ -132,23 +138,15 @@ class OpenAIAdapter(RetryingAdapter):
         last = messages[-1] if messages else None
         return isinstance(last, TextMessage) and last.role is Role.ASSISTANT
 
-    async def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
-        """One request: its chunks as ours; SDK and transport errors as ProviderError."""
-        try:
-            stream = await self.client.chat.completions.create(**request)
-        except (openai.OpenAIError, httpx2.HTTPError) as exc:
-            raise openai_error(exc) from exc
-        try:
-            reader = _ChunkReader()
-            async for chunk in cast(AsyncIterator[ChatCompletionChunk], stream):
-                for out in reader.feed(chunk):
-                    yield out
-            yield reader.finish()
-        except (openai.OpenAIError, httpx2.HTTPError, httpx2.StreamError, ValueError) as exc:
-            raise openai_error(exc) from exc
-        finally:
-            with suppress(httpx2.HTTPError):  # a failed close must not hide the real error
-                await stream.close()  # closes the HTTP response: the server stops generating
+    def _open(self, request: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
+        """The SDK's streaming response: it sends the request and raises for a failed status."""
+        return self.client.chat.completions.with_streaming_response.create(**request)
+
+    def _translator(self) -> _ChunkReader:
+        return _ChunkReader()
+
+    def _error(self, exc: BaseException) -> ProviderError:
+        return openai_error(exc)
 
 
 def openai_tool(tool: ToolSpec) -> dict[str, Any]:
@@ -186,43 +184,60 @@ class _CallBuffer:
 
 @dataclass
 class _ChunkReader:
-    """Turns chat-completion chunks into StreamChunks (choice 0 only)."""
+    """Turns chat-completion chunks (SSE ``data:`` JSON) into StreamChunks (choice 0 only)."""
 
     text_open: bool = False
     calls: dict[int, _CallBuffer] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
+    done: bool = False
 
-    def feed(self, chunk: ChatCompletionChunk) -> list[StreamChunk]:
-        if chunk.usage is not None:
-            self.usage = Usage(chunk.usage.prompt_tokens, chunk.usage.completion_tokens)
+    def feed(self, event: SSEEvent) -> list[StreamChunk]:
+        if self.done:
+            return []
+        if event.data.startswith("[DONE]"):
+            self.done = True
+            return []
+        chunk = jiter.from_json(event.data.encode())
+        if not isinstance(chunk, dict):
+            raise bad_response("openai", "a stream chunk is not a JSON object")
+        if chunk.get("error"):
+            raise stream_error("openai", chunk["error"])
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
         out: list[StreamChunk] = []
-        for choice in chunk.choices:
-            if choice.index != 0:
-                continue
-            text = (choice.delta.content or "") + (choice.delta.refusal or "")
-            if text:
-                if not self.text_open:
-                    self.text_open = True
-                    out.append(ContentBlockStart(0))
-                out.append(ContentBlockDelta(text, 0))
-            for fragment in choice.delta.tool_calls or ():
-                self._add_fragment(fragment)
-            if choice.finish_reason is not None and self.finish_reason is None:
-                self.finish_reason = choice.finish_reason
-                out.extend(self._close())
+        for choice in chunk.get("choices") or ():
+            if choice.get("index", 0) == 0:
+                self._choice(choice, out)
         return out
 
-    def _add_fragment(self, fragment: Any) -> None:
-        buffer = self.calls.setdefault(fragment.index, _CallBuffer())
-        buffer.id = fragment.id or buffer.id
-        function = fragment.function
-        if function is None:
+    def _choice(self, choice: dict[str, Any], out: list[StreamChunk]) -> None:
+        delta = choice.get("delta") or {}
+        text = (delta.get("content") or "") + (delta.get("refusal") or "")
+        if text:
+            if not self.text_open:
+                self.text_open = True
+                out.append(ContentBlockStart(0))
+            out.append(ContentBlockDelta(text, 0))
+        for fragment in delta.get("tool_calls") or ():
+            self._add_fragment(fragment)
+        finish_reason = choice.get("finish_reason")
+        if finish_reason is not None and self.finish_reason is None:
+            self.finish_reason = finish_reason
+            out.extend(self._close())
+
+    def _add_fragment(self, fragment: dict[str, Any]) -> None:
+        buffer = self.calls.setdefault(fragment.get("index", 0), _CallBuffer())
+        buffer.id = fragment.get("id") or buffer.id
+        function = fragment.get("function")
+        if not function:
             return
-        if function.name and function.name != buffer.name:
-            buffer.name += function.name
-        if function.arguments:
-            buffer.arguments.append(function.arguments)
+        name = function.get("name")
+        if name and name != buffer.name:
+            buffer.name += name
+        if function.get("arguments"):
+            buffer.arguments.append(function["arguments"])
 
     def _close(self) -> list[StreamChunk]:
         out: list[StreamChunk] = [ContentBlockStop(0)] if self.text_open else []

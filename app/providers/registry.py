@@ -34,6 +34,7 @@ def _openai(settings: Settings) -> ModelAdapter | None:
             default_model=settings.openai_default_model,
             connect_timeout=settings.provider_connect_timeout_seconds,
             read_timeout=settings.provider_read_timeout_seconds,
+            http_client=settings.provider_http_client,
             retry=_retry(settings),
             trailing_assistant=settings.openai_trailing_assistant,
         )
@@ -52,6 +53,7 @@ def _anthropic(settings: Settings) -> ModelAdapter | None:
             default_model=settings.anthropic_default_model,
             connect_timeout=settings.provider_connect_timeout_seconds,
             read_timeout=settings.provider_read_timeout_seconds,
+            http_client=settings.provider_http_client,
             retry=_retry(settings),
             max_tokens=settings.anthropic_max_tokens,
         )
