@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import RowMapping, and_, delete, insert, or_, select, update
+from sqlalchemy import RowMapping, and_, delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain import AgentMessage, Message, MessageList
@@ -24,14 +24,13 @@ from app.storage.errors import (
     StoredDataError,
     VersionConflict,
 )
+from app.storage.paging import newest_first
 from app.storage.pending import check_new_pending, completions_for, pending_ids
 from app.storage.records import (
     ConversationRecord,
     ToolOutcome,
     check_unique_pending,
     conversation_key,
-    decode_cursor,
-    encode_cursor,
     load_message,
     message_rows,
     new_conversation_id,
@@ -116,19 +115,11 @@ class ConversationRepository:
         """A page of the owner's conversations, newest first, and the next page's cursor."""
         if limit < 1:
             raise ValueError("limit must be at least 1")
-        query = select(_CONVERSATIONS).where(_C.owner == self._owner_only())
-        if cursor is not None:
-            created_at, key = decode_cursor(cursor)
-            query = query.where(
-                or_(_C.created_at < created_at, and_(_C.created_at == created_at, _C.id < key))
-            )
-        query = query.order_by(_C.created_at.desc(), _C.id.desc()).limit(limit + 1)
-        rows = (await self._session.execute(query)).mappings().all()
-        page = rows[:limit]
+        page, next_cursor = await newest_first(
+            self._session, _CONVERSATIONS, _C.owner == self._owner_only(), limit, cursor
+        )
         pending = await pending_ids(self._session, [row["id"] for row in page])
-        records = [to_record(row, pending.get(row["id"], ())) for row in page]
-        last = page[-1] if len(rows) > limit else None
-        return records, (encode_cursor(last["created_at"], last["id"]) if last else None)
+        return [to_record(row, pending.get(row["id"], ())) for row in page], next_cursor
 
     async def load_messages(self, conversation_id: str) -> MessageList:
         """The conversation's MessageList; StoredDataError naming the index if a row is bad."""

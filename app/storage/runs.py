@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, delete, func, insert, or_, select, text, update
+from sqlalchemy import delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.storage.errors import ConversationNotFound, RunNotFound
+from app.storage.paging import newest_first
 from app.storage.records import (
     conversation_key,
-    decode_cursor,
-    encode_cursor,
     utcnow,
 )
 from app.storage.tables import CONVERSATIONS, RUN_EVENTS, RUNS
@@ -130,17 +129,9 @@ class RunRepository:
         self, conversation_id: str, limit: int, cursor: str | None = None
     ) -> tuple[builtins.list[RunRecord], str | None]:
         """A page of the conversation's runs, newest first, and the next page's cursor."""
-        query = select(RUNS).where(_R.conversation_id == conversation_key(conversation_id))
-        if cursor is not None:
-            created_at, key = decode_cursor(cursor)
-            query = query.where(
-                or_(_R.created_at < created_at, and_(_R.created_at == created_at, _R.id < key))
-            )
-        query = query.order_by(_R.created_at.desc(), _R.id.desc()).limit(limit + 1)
-        rows = (await self._session.execute(query)).mappings().all()
-        page = [_record(row) for row in rows[:limit]]
-        last = page[-1] if len(rows) > limit else None
-        return page, (encode_cursor(last.created_at, last.id) if last else None)
+        where = _R.conversation_id == conversation_key(conversation_id)
+        page, next_cursor = await newest_first(self._session, RUNS, where, limit, cursor)
+        return [_record(row) for row in page], next_cursor
 
     async def delete(self, run_id: str) -> None:
         """Forget a run (one that could not start after all), with its events."""
