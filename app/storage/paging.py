@@ -19,6 +19,8 @@ async def newest_first(
 ) -> tuple[Sequence[RowMapping], str | None]:
     """A page of ``table``'s rows matching ``where``, newest first (keyset pagination on
     ``(created_at, id)``), and the cursor of the next page."""
+    if limit < 1:
+        raise ValueError("limit must be at least 1")
     created, ids = table.c.created_at, table.c.id
     query = select(table).where(where)
     if cursor is not None:
