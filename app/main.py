@@ -16,9 +16,11 @@ from fastapi import FastAPI
 from sse_starlette.sse import AppStatus
 
 from app.api import conversations, history, operations, streams
+from app.api.contract import document_contract
 from app.api.limits import BodySizeLimit
 from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
+from app.api.strict_json import StrictJsonBodies
 from app.observability.logs import configure_logging
 from app.observability.metrics import process_exited
 from app.runs.services import Services
@@ -75,10 +77,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.services = services
     install_problem_handlers(app)
+    app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
     app.include_router(history.router)
     app.include_router(streams.router)
     app.include_router(operations.router)
+    document_contract(app)  # last: it documents every route included above
     return app

@@ -54,10 +54,10 @@ class Settings(BaseSettings):
     )
 
     # --- the HTTP API and runs ---
-    api_keys: str = Field(
-        "",
+    api_keys: SecretStr = Field(
+        SecretStr(""),
         description="Comma-separated bearer tokens accepted; empty: any token (or none) works, "
-        "and each distinct token sees only its own conversations.",
+        "and each distinct token sees only its own conversations. Never shown in a repr or log.",
     )
     max_body_bytes: int = Field(
         1_048_576, ge=1024, description="Largest request body in bytes (413 beyond)."
@@ -208,6 +208,10 @@ class Settings(BaseSettings):
                 f"default_provider: {name!r} is not available without {name.upper()}_API_KEY"
             )
         raise ValueError(f"default_provider: {name!r} is not one of offline, openai, anthropic")
+
+    def accepted_api_keys(self) -> list[str]:
+        """The bearer tokens ``api_keys`` lists (empty: any token works)."""
+        return [k.strip() for k in self.api_keys.get_secret_value().split(",") if k.strip()]
 
     @field_validator("openai_api_key", "anthropic_api_key", mode="after")
     @classmethod

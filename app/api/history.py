@@ -14,7 +14,14 @@ from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
 from app.api.deps import ConversationsDep, HistoryDep, IfMatchDep
-from app.api.history_schemas import ForkIn, ImportIn, MessagePage, RewindIn
+from app.api.history_schemas import (
+    AnthropicMessagesOut,
+    ForkIn,
+    ImportIn,
+    MessagePage,
+    OpenAIMessagesOut,
+    RewindIn,
+)
 from app.api.problems import Unprocessable
 from app.api.schemas import ContextMessage, ContextOut, ConversationOut, MessageListDocument
 from app.domain import FORMAT_VERSION, MessageList, to_anthropic_format, to_openai_format
@@ -83,9 +90,13 @@ async def rewind_conversation(
 
 @router.get(
     "/{conversation_id}/messages",
-    response_model=MessageListDocument | MessagePage,
+    response_model=MessageListDocument | MessagePage | OpenAIMessagesOut | AnthropicMessagesOut,
     responses={
-        200: {"description": "The serialized MessageList, a page of it, or a provider's shape."}
+        200: {
+            "description": "By `format`: the serialized MessageList (`MessageListDocument`), "
+            "a page of it with `after`/`limit` (`MessagePage`), `OpenAIMessagesOut` or "
+            "`AnthropicMessagesOut`."
+        }
     },
 )
 async def get_messages(

@@ -21,6 +21,7 @@ A problem's ``instance`` is the request's id (the ``X-Request-ID`` response head
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -130,10 +131,22 @@ class Unavailable(ApiProblem):
     status, slug, title = 503, ErrorCode.SHUTTING_DOWN, "Service unavailable"
 
 
+class ProblemJSONResponse(JSONResponse):
+    """problem+json that can always be written, even when a detail echoes broken Unicode."""
+
+    media_type = PROBLEM_JSON
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:  # a lone surrogate echoed from the request: escape it
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def problem_response(problem: ApiProblem, headers: dict[str, str] | None = None) -> JSONResponse:
     """The problem as a response."""
     extra = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else {}
-    return JSONResponse(
+    return ProblemJSONResponse(
         problem.body(),
         status_code=problem.status,
         media_type=PROBLEM_JSON,
