@@ -23,7 +23,13 @@ from app.api.history_schemas import (
     RewindIn,
 )
 from app.api.problems import Unprocessable
-from app.api.schemas import ContextMessage, ContextOut, ConversationOut, MessageListDocument
+from app.api.schemas import (
+    MAX_INDEX,
+    ContextMessage,
+    ContextOut,
+    ConversationOut,
+    MessageListDocument,
+)
 from app.domain import FORMAT_VERSION, MessageList, to_anthropic_format, to_openai_format
 from app.runs.conversations import ConversationView
 from app.runs.history import HistoryService
@@ -108,7 +114,7 @@ async def get_messages(
         Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
     ] = "parley",
     after: Annotated[
-        int | None, Query(ge=0, description="Page: the messages after this index.")
+        int | None, Query(ge=0, le=MAX_INDEX, description="Page: the messages after this index.")
     ] = None,
     limit: Annotated[
         int | None,
