@@ -65,6 +65,12 @@ class Settings(BaseSettings):
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")
     max_import_messages: int = Field(10_000, ge=1, description="Most messages in one import.")
+    idempotency_ttl_seconds: float = Field(
+        86_400,
+        gt=0,
+        description="How long an `Idempotency-Key` is remembered: a retry within it gets the "
+        "first result; after it the key is free again.",
+    )
     page_size: int = Field(20, ge=1, description="Conversations per page by default.")
     max_page_size: int = Field(100, ge=1, description="Most conversations per page.")
     run_lease_seconds: float = Field(

@@ -35,6 +35,8 @@ from app.observability.logs import current_request_id
 from app.runs.errors import (
     BadEventId,
     EventsExpired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
     InvalidInput,
     NoActiveRun,
     NothingToAnswer,
@@ -227,6 +229,15 @@ def problem_for(exc: Exception) -> ApiProblem:
             return Gone(str(exc), run_id=exc.run_id)
         case ShuttingDown():
             return Unavailable(str(exc), headers={"Retry-After": str(exc.retry_after)})
+        case IdempotencyKeyReused():
+            errors = [
+                {"loc": ["header", "Idempotency-Key"], "msg": str(exc), "type": "value_error"}
+            ]
+            return Unprocessable(str(exc), slug=ErrorCode.IDEMPOTENCY_KEY_REUSED, errors=errors)
+        case IdempotencyKeyInUse():
+            return Conflict(
+                str(exc), slug=ErrorCode.IDEMPOTENCY_KEY_IN_USE, headers={"Retry-After": "1"}
+            )
         case ConversationError():
             return Unprocessable(str(exc), slug=ErrorCode.INVALID_CONVERSATION)
     return ApiProblem("an unexpected error occurred; it has been logged")
