@@ -37,6 +37,8 @@ to yourself: each token sees only its own.
 
 
 log = logging.getLogger(__name__)
+# The routes that load a whole conversation get PARLEY_MAX_IMPORT_BYTES, not PARLEY_MAX_BODY_BYTES.
+IMPORT_PATHS = ("/conversations", "/conversations/import")
 
 
 async def _drain_on_exit_signal(services: Services) -> None:
@@ -78,7 +80,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.services = services
     install_problem_handlers(app)
     app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
     app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
     app.include_router(history.router)

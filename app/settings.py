@@ -60,7 +60,17 @@ class Settings(BaseSettings):
         "and each distinct token sees only its own conversations. Never shown in a repr or log.",
     )
     max_body_bytes: int = Field(
-        1_048_576, ge=1024, description="Largest request body in bytes (413 beyond)."
+        1_048_576,
+        ge=1024,
+        description="Largest request body in bytes (413 beyond), but for the routes that load "
+        "a whole conversation (`max_import_bytes`).",
+    )
+    max_import_bytes: int = Field(
+        33_554_432,
+        ge=1024,
+        description="Largest body of `POST /conversations` and `POST /conversations/import`, "
+        "which load a whole conversation: the default (32 MiB) fits `max_import_messages` "
+        "(10,000) messages of 3,000 characters each.",
     )
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")

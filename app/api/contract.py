@@ -47,7 +47,9 @@ DESCRIPTIONS = {
     "still being served.",
     410: "The run finished and its stored events were pruned: read its messages instead.",
     412: "`If-Match` names a version that is no longer current (`current_version` says which).",
-    413: "The request body is larger than this route accepts.",
+    413: "The request body is larger than this route accepts: `PARLEY_MAX_IMPORT_BYTES` "
+    "(default 32 MiB) for `POST /conversations` and `POST /conversations/import`, which load "
+    "a whole conversation; `PARLEY_MAX_BODY_BYTES` (default 1 MiB) for every other route.",
     422: "The request is invalid: each bad field is located in `errors` (`loc`, `msg`, `type`).",
     503: "The server is shutting down or not ready; retry after `Retry-After` seconds.",
 }
