@@ -22,6 +22,7 @@ A problem's ``instance`` is the request's id (the ``X-Request-ID`` response head
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -243,6 +244,17 @@ def problem_for(exc: Exception) -> ApiProblem:
     return ApiProblem("an unexpected error occurred; it has been logged")
 
 
+def allowed_methods(document: dict[str, Any], path: str) -> list[str]:
+    """Every method the document lists for a path (Starlette's 405 names only the first
+    route that matched it, so ``Allow`` would miss the others)."""
+    methods: set[str] = set()
+    for template, operations in document.get("paths", {}).items():
+        pattern = re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, path):
+            methods |= {m.upper() for m in operations if m.isalpha()}
+    return sorted(methods)
+
+
 def install_problem_handlers(app: FastAPI) -> None:
     """Turn every error, ours or the framework's, into problem+json."""
 
@@ -254,8 +266,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return problem_response(validation_problem(list(exc.errors())))
 
-    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request.app.openapi(), request.url.path))
         cls = _STATUS_PROBLEMS.get(exc.status_code)
         if cls is None:
             slug = ErrorCode.METHOD_NOT_ALLOWED if exc.status_code == 405 else ErrorCode.BAD_REQUEST
@@ -263,7 +278,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             problem.status, problem.title = exc.status_code, str(exc.detail)
         else:
             problem = cls(str(exc.detail))
-        return problem_response(problem, dict(exc.headers or {}))
+        return problem_response(problem, headers)
 
     async def on_known(_: Request, exc: Exception) -> JSONResponse:
         return problem_response(problem_for(exc))
