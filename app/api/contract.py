@@ -127,7 +127,9 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
         entry["content"] = {**_problem_content(status), **content}
     for entry in responses.values():
         if SSE in entry.get("content", {}):
-            entry["content"][SSE] = {"schema": SSE_EVENT}
+            # OpenAPI 3.2's ``itemSchema``: each event, not the whole body (a generated client
+            # reads the stream itself; schemathesis checks every event against it).
+            entry["content"][SSE] = {"itemSchema": SSE_EVENT}
     params = operation.get("parameters", [])
     if any(p.get("in") == "header" and p["name"].lower() == _RESUME_HEADER for p in params):
         responses.setdefault("204", {"description": "Resumed: the run has nothing left to send."})
