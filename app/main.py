@@ -20,9 +20,11 @@ from sse_starlette.sse import AppStatus
 
 from app.api import conversations, history, operations, providers, streams
 from app.api.browser import install_browser_support
+from app.api.contract import document_contract
 from app.api.limits import BodySizeLimit
 from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
+from app.api.strict_json import StrictJsonBodies
 from app.observability.logs import configure_logging
 from app.observability.metrics import process_exited
 from app.runs.services import Services
@@ -39,6 +41,8 @@ to yourself: each token sees only its own.
 
 
 log = logging.getLogger(__name__)
+# The routes that load a whole conversation get PARLEY_MAX_IMPORT_BYTES, not PARLEY_MAX_BODY_BYTES.
+IMPORT_PATHS = ("/conversations", "/conversations/import")
 
 
 def _exiting() -> bool:
@@ -90,7 +94,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.services = services
     install_problem_handlers(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
+    imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
     app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
     app.include_router(history.router)
@@ -98,4 +104,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(operations.router)
     app.include_router(providers.router)
     install_browser_support(app, settings)
+    document_contract(app)  # last: it documents every route included above
     return app

@@ -54,10 +54,10 @@ class Settings(BaseSettings):
     )
 
     # --- the HTTP API and runs ---
-    api_keys: str = Field(
-        "",
+    api_keys: SecretStr = Field(
+        SecretStr(""),
         description="Comma-separated bearer tokens accepted; empty: any token (or none) works, "
-        "and each distinct token sees only its own conversations.",
+        "and each distinct token sees only its own conversations. Never shown in a repr or log.",
     )
     cors_origins: str = Field(
         "",
@@ -65,11 +65,27 @@ class Settings(BaseSettings):
         "Parley from a browser; empty: only Parley's own. Any other `Origin` gets 403.",
     )
     max_body_bytes: int = Field(
-        1_048_576, ge=1024, description="Largest request body in bytes (413 beyond)."
+        1_048_576,
+        ge=1024,
+        description="Largest request body in bytes (413 beyond), but for the routes that load "
+        "a whole conversation (`max_import_bytes`).",
+    )
+    max_import_bytes: int = Field(
+        33_554_432,
+        ge=1024,
+        description="Largest body of `POST /conversations` and `POST /conversations/import`, "
+        "which load a whole conversation: the default (32 MiB) fits `max_import_messages` "
+        "(10,000) messages of 3,000 characters each.",
     )
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")
     max_import_messages: int = Field(10_000, ge=1, description="Most messages in one import.")
+    idempotency_ttl_seconds: float = Field(
+        86_400,
+        gt=0,
+        description="How long an `Idempotency-Key` is remembered: a retry within it gets the "
+        "first result; after it the key is free again.",
+    )
     page_size: int = Field(20, ge=1, description="Conversations per page by default.")
     max_page_size: int = Field(100, ge=1, description="Most conversations per page.")
     run_lease_seconds: float = Field(
@@ -217,6 +233,10 @@ class Settings(BaseSettings):
                 f"default_provider: {name!r} is not available without {name.upper()}_API_KEY"
             )
         raise ValueError(f"default_provider: {name!r} is not one of offline, openai, anthropic")
+
+    def accepted_api_keys(self) -> list[str]:
+        """The bearer tokens ``api_keys`` lists (empty: any token works)."""
+        return [k.strip() for k in self.api_keys.get_secret_value().split(",") if k.strip()]
 
     @field_validator("openai_api_key", "anthropic_api_key", mode="after")
     @classmethod

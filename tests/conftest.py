@@ -30,10 +30,25 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
     "PARLEY_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/"
 )
+# Provider settings a developer's shell may hold: the suite never sees them, nor do the servers
+# it starts (they copy this environment). Connections beyond loopback are refused by
+# pytest-socket (``--allow-hosts`` in pyproject.toml).
+PROVIDER_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PARLEY_OPENAI_", "PARLEY_ANTHROPIC_")
+PROVIDER_ENV_NAMES = ("PARLEY_DEFAULT_PROVIDER",)
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def sealed_environment() -> Iterator[None]:
+    """No provider key, base URL or default reaches a test or a process a test starts."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name in list(os.environ):
+            if name.startswith(PROVIDER_ENV_PREFIXES) or name in PROVIDER_ENV_NAMES:
+                patch.delenv(name)
+        yield
 
 
 def make_alembic_config(database_url: str) -> Config:

@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Response, status
+from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import convert
 from app.api.deps import ConversationsDep, IfMatchDep, ServicesDep
+from app.api.idempotency import IdempotencyDep, IdempotencyKeyHeader, idempotent
 from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
+from app.runs.conversations import ConversationService
+from app.runs.services import Services
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
 
@@ -22,10 +25,24 @@ IdPath = Annotated[str, Path(description="The conversation id.")]
 
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=ConversationOut)
 async def create_conversation(
-    body: ConversationCreate, conversations: ConversationsDep, services: ServicesDep
-) -> JSONResponse:
+    request: Request,
+    body: ConversationCreate,
+    conversations: ConversationsDep,
+    services: ServicesDep,
+    idempotency: IdempotencyDep,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
     """Create a conversation, optionally with a system prompt, a config, metadata, and
-    messages to load in the serialized format (what `GET …/messages` returns)."""
+    messages to load in the serialized format (what `GET …/messages` returns). With
+    `Idempotency-Key`, a retry gets the conversation the first request created."""
+    return await idempotent(
+        request, idempotency_key, idempotency, lambda: _create(body, conversations, services)
+    )
+
+
+async def _create(
+    body: ConversationCreate, conversations: ConversationService, services: Services
+) -> Response:
     convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
     if body.system_prompt is not None:
         convert.check_text(body.system_prompt, ("body", "system_prompt"), services.settings)
@@ -69,19 +86,27 @@ async def delete_conversation(conversation_id: IdPath, conversations: Conversati
 
 @router.post("/{conversation_id}/deltas", response_model=ConversationOut)
 async def post_delta(
+    request: Request,
     conversation_id: IdPath,
     body: DeltaBundle,
     conversations: ConversationsDep,
     services: ServicesDep,
     expected_version: IfMatchDep,
+    idempotency: IdempotencyDep,
+    idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Apply a delta bundle — new messages (`system`, `user`, `assistant`; `tool` results
     for pending client tool calls) and a config merge patch — all or nothing. With
-    `If-Match`, a stale version gets 412 and changes nothing."""
-    delta = convert.delta(body, services.settings)
-    view = await conversations.apply_delta(conversation_id, delta, expected_version)
-    out = convert.conversation_out(view)
-    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+    `If-Match`, a stale version gets 412 and changes nothing; with `Idempotency-Key`, a
+    retry gets the first result and appends nothing."""
+
+    async def apply() -> Response:
+        delta = convert.delta(body, services.settings)
+        view = await conversations.apply_delta(conversation_id, delta, expected_version)
+        out = convert.conversation_out(view)
+        return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+
+    return await idempotent(request, idempotency_key, idempotency, apply)
 
 
 @router.post("/{conversation_id}/clear", response_model=ConversationOut)

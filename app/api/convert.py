@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.schemas import ConfigPatch, ConversationOut, DeltaBundle, MessageIn, RunOut, UsageOut
+from app.api.schemas import (
+    ConfigPatch,
+    ConversationOut,
+    DeltaBundle,
+    RunOut,
+    SystemMessageIn,
+    TextMessageIn,
+    ToolMessageIn,
+    UsageOut,
+)
 from app.domain import AgentMessage, Message, Role, TextMessage, ToolResult
 from app.runs.conversations import ConversationView, Delta
 from app.runs.errors import InvalidInput
@@ -58,8 +67,7 @@ def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
     results: list[ToolResult] = []
     seen: set[str] = set()
     for i, item in enumerate(bundle.messages):
-        if item.role == "tool":
-            assert item.tool_call_id is not None
+        if isinstance(item, ToolMessageIn):
             if item.tool_call_id in seen:
                 raise InvalidInput(
                     ("body", "messages", i, "tool_call_id"),
@@ -72,10 +80,9 @@ def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
     return Delta(messages, results, config_patch(bundle.config))
 
 
-def _message(item: MessageIn, i: int, settings: Settings) -> Message:
-    assert item.text is not None
+def _message(item: TextMessageIn, i: int, settings: Settings) -> Message:
     text = check_text(item.text, ("body", "messages", i, "text"), settings).strip()
-    if item.role == "system":
+    if isinstance(item, SystemMessageIn):
         return AgentMessage(text)
     return TextMessage(text, Role(item.role))
 

@@ -9,7 +9,8 @@ import hashlib
 import hmac
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Depends, Header, Request, Security
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.problems import BadRequest, Unauthorized
 from app.runs.conversations import ConversationService
@@ -20,6 +21,7 @@ from app.runs.runner import RunService
 from app.runs.services import Services
 
 ANONYMOUS = "anonymous"
+MAX_VERSION_DIGITS = 18  # a version is a 64-bit integer; longer is not one we issued
 
 
 def get_services(request: Request) -> Services:
@@ -30,8 +32,14 @@ def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
+# Declares the bearer scheme in the OpenAPI document (app.api.contract names it ``bearer``);
+# the header itself is read below, so a wrong scheme is a 401 rather than anonymous.
+_bearer = HTTPBearer(auto_error=False, scheme_name="bearer")
+
+
 def get_owner(
     services: ServicesDep,
+    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> str:
     """Who is calling: derived from the bearer token (each token sees only its own)."""
@@ -41,12 +49,13 @@ def get_owner(
         if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("use 'Authorization: Bearer <token>'")
         token = value.strip()
-    allowed = [k.strip() for k in services.settings.api_keys.split(",") if k.strip()]
-    if allowed and not any(token and hmac.compare_digest(token, k) for k in allowed):
+    allowed = [k.encode() for k in services.settings.accepted_api_keys()]
+    given = token.encode("utf-8", "surrogateescape") if token is not None else None
+    if allowed and not any(given and hmac.compare_digest(given, k) for k in allowed):
         raise Unauthorized("a valid API key is required: 'Authorization: Bearer <key>'")
     if token is None:
         return ANONYMOUS
-    return "key:" + hashlib.sha256(token.encode()).hexdigest()[:32]
+    return "key:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 OwnerDep = Annotated[str, Depends(get_owner)]
@@ -84,7 +93,7 @@ def get_if_match(
     if if_match is None or if_match.strip() == "*":
         return None
     raw = if_match.strip().removeprefix("W/").strip('"')
-    if not (raw.isascii() and raw.isdigit()):
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > MAX_VERSION_DIGITS:
         raise BadRequest(
             f'If-Match must be a version ETag such as "3", not {if_match!r}',
             slug=ErrorCode.BAD_IF_MATCH,

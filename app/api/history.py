@@ -14,9 +14,22 @@ from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
 from app.api.deps import ConversationsDep, HistoryDep, IfMatchDep
-from app.api.history_schemas import ForkIn, ImportIn, MessagePage, RewindIn
+from app.api.history_schemas import (
+    AnthropicMessagesOut,
+    ForkIn,
+    ImportIn,
+    MessagePage,
+    OpenAIMessagesOut,
+    RewindIn,
+)
 from app.api.problems import Unprocessable
-from app.api.schemas import ContextMessage, ContextOut, ConversationOut, MessageListDocument
+from app.api.schemas import (
+    MAX_INDEX,
+    ContextMessage,
+    ContextOut,
+    ConversationOut,
+    MessageListDocument,
+)
 from app.domain import FORMAT_VERSION, MessageList, to_anthropic_format, to_openai_format
 from app.runs.conversations import ConversationView
 from app.runs.history import HistoryService
@@ -83,9 +96,13 @@ async def rewind_conversation(
 
 @router.get(
     "/{conversation_id}/messages",
-    response_model=MessageListDocument | MessagePage,
+    response_model=MessageListDocument | MessagePage | OpenAIMessagesOut | AnthropicMessagesOut,
     responses={
-        200: {"description": "The serialized MessageList, a page of it, or a provider's shape."}
+        200: {
+            "description": "By `format`: the serialized MessageList (`MessageListDocument`), "
+            "a page of it with `after`/`limit` (`MessagePage`), `OpenAIMessagesOut` or "
+            "`AnthropicMessagesOut`."
+        }
     },
 )
 async def get_messages(
@@ -97,7 +114,7 @@ async def get_messages(
         Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
     ] = "parley",
     after: Annotated[
-        int | None, Query(ge=0, description="Page: the messages after this index.")
+        int | None, Query(ge=0, le=MAX_INDEX, description="Page: the messages after this index.")
     ] = None,
     limit: Annotated[
         int | None,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from app.api.schemas import ConfigPatch
+from app.api.schemas import MAX_INDEX, ConfigPatch
 
 
 class ForkIn(BaseModel):
@@ -16,7 +16,11 @@ class ForkIn(BaseModel):
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"keep": 4}]})
 
     keep: int | None = Field(
-        None, ge=0, description="Copy the first `keep` messages (default: all)."
+        None,
+        ge=0,
+        le=MAX_INDEX,
+        strict=True,
+        description="Copy the first `keep` messages (default: all).",
     )
 
 
@@ -25,7 +29,9 @@ class RewindIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"keep": 2}]})
 
-    keep: int = Field(ge=0, description="Keep the first `keep` messages.")
+    keep: int = Field(
+        ge=0, le=MAX_INDEX, strict=True, description="Keep the first `keep` messages."
+    )
 
 
 class ImportIn(BaseModel):
@@ -79,3 +85,18 @@ class MessagePage(BaseModel):
     next_after: int | None = Field(
         None, description="Pass as `?after=` for the next page; null on the last page."
     )
+
+
+class OpenAIMessagesOut(BaseModel):
+    """`?format=openai`: the chat-completions `messages` (system, user, assistant with
+    `tool_calls`, tool)."""
+
+    messages: list[dict[str, JsonValue]]
+
+
+class AnthropicMessagesOut(BaseModel):
+    """`?format=anthropic`: the Messages API's `system` and
+    `messages` with `text`, `tool_use` and `tool_result` blocks."""
+
+    system: str = Field(description="The system prompt (empty without one).")
+    messages: list[dict[str, JsonValue]]

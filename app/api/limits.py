@@ -15,22 +15,25 @@ from app.api.problems import PayloadTooLarge, problem_response
 
 
 class BodySizeLimit:
-    """413 for any request whose body is larger than ``max_bytes``."""
+    """413 for any request whose body is larger than ``max_bytes`` — or, for the paths in
+    ``per_path`` (exact paths), than the limit given there."""
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(
+        self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None
+    ) -> None:
         self.app = app
         self.max_bytes = max_bytes
-
-    def _too_large(self) -> str:
-        return f"the request body is larger than {self.max_bytes} bytes"
+        self.per_path = per_path or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        limit = self.per_path.get(scope["path"].rstrip("/"), self.max_bytes)
+        too_large = f"the request body is larger than {limit} bytes, this route's limit"
         declared = dict(scope["headers"]).get(b"content-length", b"")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await problem_response(PayloadTooLarge(self._too_large()))(scope, receive, send)
+        if declared.isdigit() and int(declared) > limit:
+            await problem_response(PayloadTooLarge(too_large))(scope, receive, send)
             return
         received = 0
 
@@ -39,8 +42,8 @@ class BodySizeLimit:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise HTTPException(413, self._too_large())
+                if received > limit:
+                    raise HTTPException(413, too_large)
             return message
 
         await self.app(scope, counting_receive, send)

@@ -22,6 +22,8 @@ A problem's ``instance`` is the request's id (the ``X-Request-ID`` response head
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -35,6 +37,8 @@ from app.observability.logs import current_request_id
 from app.runs.errors import (
     BadEventId,
     EventsExpired,
+    IdempotencyKeyInUse,
+    IdempotencyKeyReused,
     InvalidInput,
     NoActiveRun,
     NothingToAnswer,
@@ -135,10 +139,22 @@ class Unavailable(ApiProblem):
     status, slug, title = 503, ErrorCode.SHUTTING_DOWN, "Service unavailable"
 
 
+class ProblemJSONResponse(JSONResponse):
+    """problem+json that can always be written, even when a detail echoes broken Unicode."""
+
+    media_type = PROBLEM_JSON
+
+    def render(self, content: Any) -> bytes:
+        try:
+            return super().render(content)
+        except UnicodeEncodeError:  # a lone surrogate echoed from the request: escape it
+            return json.dumps(content, separators=(",", ":")).encode("ascii")
+
+
 def problem_response(problem: ApiProblem, headers: dict[str, str] | None = None) -> JSONResponse:
     """The problem as a response."""
     extra = {"WWW-Authenticate": "Bearer"} if problem.status == 401 else {}
-    return JSONResponse(
+    return ProblemJSONResponse(
         problem.body(),
         status_code=problem.status,
         media_type=PROBLEM_JSON,
@@ -219,9 +235,29 @@ def problem_for(exc: Exception) -> ApiProblem:
             return Gone(str(exc), run_id=exc.run_id)
         case ShuttingDown():
             return Unavailable(str(exc), headers={"Retry-After": str(exc.retry_after)})
+        case IdempotencyKeyReused():
+            errors = [
+                {"loc": ["header", "Idempotency-Key"], "msg": str(exc), "type": "value_error"}
+            ]
+            return Unprocessable(str(exc), slug=ErrorCode.IDEMPOTENCY_KEY_REUSED, errors=errors)
+        case IdempotencyKeyInUse():
+            return Conflict(
+                str(exc), slug=ErrorCode.IDEMPOTENCY_KEY_IN_USE, headers={"Retry-After": "1"}
+            )
         case ConversationError():
             return Unprocessable(str(exc), slug=ErrorCode.INVALID_CONVERSATION)
     return ApiProblem("an unexpected error occurred; it has been logged")
+
+
+def allowed_methods(document: dict[str, Any], path: str) -> list[str]:
+    """Every method the document lists for a path (Starlette's 405 names only the first
+    route that matched it, so ``Allow`` would miss the others)."""
+    methods: set[str] = set()
+    for template, operations in document.get("paths", {}).items():
+        pattern = re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template))
+        if re.fullmatch(pattern, path):
+            methods |= {m.upper() for m in operations if m.isalpha()}
+    return sorted(methods)
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -235,8 +271,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return problem_response(validation_problem(list(exc.errors())))
 
-    async def on_http(_: Request, exc: Exception) -> JSONResponse:
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request.app.openapi(), request.url.path))
         cls = _STATUS_PROBLEMS.get(exc.status_code)
         if cls is None:
             slug = ErrorCode.METHOD_NOT_ALLOWED if exc.status_code == 405 else ErrorCode.BAD_REQUEST
@@ -244,7 +283,7 @@ def install_problem_handlers(app: FastAPI) -> None:
             problem.status, problem.title = exc.status_code, str(exc.detail)
         else:
             problem = cls(str(exc.detail))
-        return problem_response(problem, dict(exc.headers or {}))
+        return problem_response(problem, headers)
 
     async def on_known(_: Request, exc: Exception) -> JSONResponse:
         return problem_response(problem_for(exc))

@@ -6,11 +6,12 @@ May import pydantic only. The examples here become the OpenAPI document's exampl
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
 
 TOOL_NAME = r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$"
+MAX_INDEX = 2_147_483_647  # the largest message index or count a request may name
 
 
 def _empty_object_schema() -> dict[str, JsonValue]:
@@ -48,48 +49,78 @@ class ConfigPatch(BaseModel):
     model: str | None = Field(None, min_length=1, max_length=200)
     tools: list[str] | None = Field(None, description="Names of server-side tools.")
     client_tools: list[ClientToolIn] | None = None
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000)
-    context_max_tokens: int | None = Field(None, ge=1, le=10_000_000)
-    max_tool_rounds: int | None = Field(None, ge=0, le=100)
+    # Strict: "1", true or 1.0 are not numbers here (a client's type bug, not a setting).
+    temperature: float | None = Field(None, ge=0, le=2, strict=True, allow_inf_nan=False)
+    max_output_tokens: int | None = Field(None, ge=1, le=1_000_000, strict=True)
+    context_max_tokens: int | None = Field(None, ge=1, le=10_000_000, strict=True)
+    max_tool_rounds: int | None = Field(None, ge=0, le=100, strict=True)
 
 
-class MessageIn(BaseModel):
-    """One message of a delta bundle; ``tool`` completes a pending client tool call."""
+class TextMessageIn(BaseModel):
+    """A message made of text: `system`, `user` or `assistant`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    text: str = Field(description="The message's text.")
+
+
+class SystemMessageIn(TextMessageIn):
+    """A system message: an instruction (the builder's `.agent()`)."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"role": "system", "text": "Be brief."}]}
+    )
+    role: Literal["system"]
+
+
+class UserMessageIn(TextMessageIn):
+    """A user message (the builder's `.request()`)."""
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={
-            "examples": [
-                {"role": "user", "text": "Why is the sky blue?"},
-                {"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}},
-            ]
-        },
+        json_schema_extra={"examples": [{"role": "user", "text": "Why is the sky blue?"}]},
     )
+    role: Literal["user"]
 
-    role: Literal["system", "user", "assistant", "tool"]
-    text: str | None = None
-    tool_call_id: str | None = Field(None, min_length=1, max_length=200)
-    result: JsonValue = None
-    error: str | None = None
+
+class AssistantMessageIn(TextMessageIn):
+    """An injected assistant message (the builder's `.assistant()`); last, it is a prefill."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"role": "assistant", "text": "Sure, ask away."}]},
+    )
+    role: Literal["assistant"]
+
+
+def _result_or_error(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [{"required": ["result"]}, {"required": ["error"]}]
+    schema["examples"] = [{"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}}]
+
+
+class ToolMessageIn(BaseModel):
+    """The result (or error) of a pending client tool call: `result` or `error` is required."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_result_or_error)
+
+    role: Literal["tool"]
+    tool_call_id: str = Field(min_length=1, max_length=200)
+    result: JsonValue = Field(None, description="What the tool returned (any JSON).")
+    error: str | None = Field(None, description="What went wrong, when the tool failed.")
 
     @model_validator(mode="after")
-    def _fields_for_role(self) -> MessageIn:
-        fields = self.model_fields_set
-        if self.role == "tool":
-            if self.tool_call_id is None:
-                raise ValueError("a tool message needs tool_call_id")
-            if "text" in fields:
-                raise ValueError("a tool message carries result or error, not text")
-            if "result" not in fields and "error" not in fields:
-                raise ValueError("a tool message needs result or error")
-        else:
-            if self.text is None:
-                raise ValueError(f"a {self.role} message needs text")
-            extra = fields & {"tool_call_id", "result", "error"}
-            if extra:
-                raise ValueError(f"a {self.role} message cannot have {', '.join(sorted(extra))}")
+    def _result_or_error(self) -> ToolMessageIn:
+        if "result" not in self.model_fields_set and "error" not in self.model_fields_set:
+            raise ValueError("a tool message needs result or error")
         return self
+
+
+MessageIn = Annotated[
+    SystemMessageIn | UserMessageIn | AssistantMessageIn | ToolMessageIn,
+    Field(discriminator="role"),
+]
+"""One message of a delta bundle, by `role`; `tool` completes a pending client tool call."""
 
 
 class DeltaBundle(BaseModel):

@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Query, Response
+from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse
 from sse_starlette.sse import SendTimeoutError
 from starlette.background import BackgroundTask
@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 from app.api import convert
 from app.api.conversations import IdPath
 from app.api.deps import ConversationsDep, IfMatchDep, ReaderDep, RunsDep, ServicesDep
+from app.api.idempotency import IdempotencyDep, IdempotencyKeyHeader, idempotent
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
 from app.runs.events import OnDisconnect, RunEvent
 from app.runs.live import LiveRun
@@ -132,18 +133,33 @@ async def stream_conversation(
     "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
 )
 async def post_and_stream(
+    request: Request,
     conversation_id: IdPath,
     body: DeltaBundle,
     runs: RunsDep,
+    reader: ReaderDep,
     services: ServicesDep,
     expected_version: IfMatchDep,
+    idempotency: IdempotencyDep,
     on_disconnect: OnDisconnectQuery = "cancel",
-) -> EventSourceResponse:
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
     """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
-    the bundle is not applied either."""
-    delta = convert.delta(body, services.settings)
-    run = await runs.start(conversation_id, delta, expected_version, on_disconnect)
-    return _started(services, run)
+    the bundle is not applied either. With `Idempotency-Key`, a retry gets the same run's
+    stream from its first event (never a second run)."""
+
+    async def start() -> Response:
+        delta = convert.delta(body, services.settings)
+        run = await runs.start(conversation_id, delta, expected_version, on_disconnect)
+        return _started(services, run)
+
+    async def replay(run_id: str) -> Response:
+        resume = await reader.resume(conversation_id, f"{run_id}:0")
+        if resume is None:
+            return Response(status_code=204)
+        return _sse(services, resume.run.id, reader.follow(resume))
+
+    return await idempotent(request, idempotency_key, idempotency, start, replay)
 
 
 @router.post("/{conversation_id}/cancel", status_code=202, response_model=CancelOut)

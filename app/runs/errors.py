@@ -7,7 +7,9 @@ RunsError
  ├── NothingToAnswer     a run with no message to answer                       → 409
  ├── BadEventId          a Last-Event-ID that is not one of ours               → 400
  ├── EventsExpired       the run's events were pruned                          → 410
- └── ShuttingDown        the process takes no new runs                         → 503
+ ├── ShuttingDown        the process takes no new runs                         → 503
+ ├── IdempotencyKeyReused  an Idempotency-Key first used for another request  → 422
+ └── IdempotencyKeyInUse   its first request is still being served            → 409
 """
 
 from __future__ import annotations
@@ -85,3 +87,19 @@ class ShuttingDown(RunsError):
 
     def __init__(self) -> None:
         super().__init__("the server is shutting down; retry in a moment (another replica)")
+
+
+class IdempotencyKeyReused(RunsError):
+    """The key was first used with another request (body, query or If-Match)."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(f"Idempotency-Key {key!r} was used for a different request; use a new key")
+
+
+class IdempotencyKeyInUse(RunsError):
+    """A request with this key is being served right now."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__(
+            f"a request with Idempotency-Key {key!r} is still being served; retry shortly"
+        )

@@ -89,6 +89,8 @@ class ErrorCode(StrEnum):
     VALIDATION_ERROR = "validation_error"
     INVALID_CONVERSATION = "invalid_conversation"
     STORED_DATA_ERROR = "stored_data_error"
+    IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
+    IDEMPOTENCY_KEY_IN_USE = "idempotency_key_in_use"
 
 
 RunStatus = Literal["running", "completed", "requires_action", "aborted", "failed", "interrupted"]

@@ -96,9 +96,17 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
         position = datetime.fromisoformat(created)
         if position.tzinfo is None or conversation_key(key) != key:
             raise ValueError("not a cursor")
-    except (ValueError, TypeError, RecursionError, binascii.Error, ConversationNotFound):
+        position = position.astimezone(UTC)  # a date near the calendar's end overflows here
+    except (
+        ValueError,
+        TypeError,
+        OverflowError,
+        RecursionError,
+        binascii.Error,
+        ConversationNotFound,
+    ):
         raise InvalidCursor(cursor) from None
-    return position.astimezone(UTC), key
+    return position, key
 
 
 # --- message rows ----------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The SQL schema: conversations and their messages (DESIGN §5), runs and their events (§4a).
+"""The SQL schema: conversations and their messages (DESIGN §5), runs and their events (§4a),
+and the idempotency keys of retried requests.
 
 Imports SQLAlchemy only. Rows stay inside app/storage; the repository returns records.
 """
@@ -174,7 +175,31 @@ class RunEventRow(Base):
     )
 
 
+class IdempotencyKeyRow(Base):
+    """A request made with an ``Idempotency-Key``: pending while it is served, then its
+    result (a response to repeat, or the run a stream started). Scoped by owner and route."""
+
+    __tablename__ = "idempotency_keys"
+
+    owner: Mapped[str] = mapped_column(String(255), primary_key=True)
+    scope: Mapped[str] = mapped_column(String(255), primary_key=True)
+    key: Mapped[str] = mapped_column(String(255), primary_key=True)
+    request_hash: Mapped[str] = mapped_column(String(64))
+    state: Mapped[str] = mapped_column(String(16))
+    status_code: Mapped[int | None] = mapped_column(Integer)
+    response: Mapped[str | None] = mapped_column(Text)
+    run_id: Mapped[str | None] = mapped_column(String(32))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+    __table_args__ = (
+        CheckConstraint("state IN ('pending', 'done')", name="state_known"),
+        Index("ix_idempotency_keys_expires_at", "expires_at"),
+    )
+
+
 CONVERSATIONS = cast(Table, ConversationRow.__table__)
 MESSAGES = cast(Table, MessageRow.__table__)
 RUNS = cast(Table, RunRow.__table__)
 RUN_EVENTS = cast(Table, RunEventRow.__table__)
+IDEMPOTENCY_KEYS = cast(Table, IdempotencyKeyRow.__table__)

@@ -175,8 +175,10 @@ async def test_another_token_cannot_see_a_conversation(client: httpx.AsyncClient
 
 
 async def test_body_over_the_limit_is_413(client: httpx.AsyncClient) -> None:
+    # POST /conversations takes PARLEY_MAX_IMPORT_BYTES (test_body_limits.py); a delta, 1 MiB.
+    conv = await create(client)
     huge = {"messages": [{"role": "user", "text": "x" * 2_000_000}]}
-    response = await client.post("/conversations", json=huge)
+    response = await client.post(f"/conversations/{conv['id']}/deltas", json=huge)
     assert response.status_code == 413
     assert response.headers["content-type"] == PROBLEM
 
@@ -305,8 +307,11 @@ async def test_chunked_body_over_the_limit_is_413(client: httpx.AsyncClient) -> 
         for _ in range(40):
             yield b"x" * 65536
 
+    conv = await create(client)
     response = await client.post(
-        "/conversations", content=chunks(), headers={"content-type": "application/json"}
+        f"/conversations/{conv['id']}/deltas",
+        content=chunks(),
+        headers={"content-type": "application/json"},
     )
     assert response.status_code == 413
     assert response.headers["content-type"] == PROBLEM

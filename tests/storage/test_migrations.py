@@ -49,6 +49,7 @@ async def test_upgrade_check_downgrade_upgrade(
         "messages",
         "runs",
         "run_events",
+        "idempotency_keys",
     }
 
 

@@ -1,0 +1,180 @@
+"""The OpenAPI contract: every route's error statuses, the problem schemas, the bearer scheme.
+
+May import FastAPI, pydantic and the problems module. ``document_contract(app)`` runs once at
+assembly and derives, in the generated document, what each operation can answer from what it
+takes (a body, an ``If-Match``, a path id, the bearer key…), so a route added later is documented
+by the same rules without a line of its own. A route's own ``responses`` descriptions win.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.problems import PROBLEM_JSON
+from app.runs.events import EVENT_NAMES
+
+SSE = "text/event-stream"
+SSE_EVENT: dict[str, Any] = {
+    "type": "object",
+    "description": "One Server-Sent Event: `id` is `<run id>:<seq>` (send it back as "
+    "`Last-Event-ID` to resume), `event` its name, `data` a JSON object.",
+    "required": ["event", "data"],
+    "properties": {
+        "id": {"type": "string", "pattern": "^[0-9a-f]{32}:[0-9]{1,9}$"},
+        "event": {"type": "string", "enum": list(EVENT_NAMES)},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+    },
+}
+
+BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed route
+_PROBLEM_REF = "#/components/schemas/Problem"
+_VALIDATION_REF = "#/components/schemas/ValidationProblem"
+_RESUME_HEADER = "last-event-id"
+_BAD_HEADERS = {"if-match", "last-event-id", "idempotency-key"}
+
+DESCRIPTIONS = {
+    400: "Bad request: the body is not JSON (`malformed_json`), or a cursor, `If-Match`, "
+    "`Last-Event-ID` or `Idempotency-Key` is not one this service issued or accepts.",
+    401: "A key is required (the server sets `PARLEY_API_KEYS`) and none, or an unknown one, "
+    "was sent as `Authorization: Bearer <key>`.",
+    403: "A browser page on an origin that is neither Parley's own nor listed in "
+    "`PARLEY_CORS_ORIGINS` (`origin_not_allowed`): refused before anything runs.",
+    404: "No such conversation or run — or one this caller's key may not see.",
+    409: "A run holds the conversation (`conversation_running`, with `run_id`), tool results "
+    "are pending, nothing runs to cancel, or an `Idempotency-Key` is in use by a request "
+    "still being served.",
+    410: "The run finished and its stored events were pruned: read its messages instead.",
+    412: "`If-Match` names a version that is no longer current (`current_version` says which).",
+    413: "The request body is larger than this route accepts: `PARLEY_MAX_IMPORT_BYTES` "
+    "(default 32 MiB) for `POST /conversations` and `POST /conversations/import`, which load "
+    "a whole conversation; `PARLEY_MAX_BODY_BYTES` (default 1 MiB) for every other route.",
+    422: "The request is invalid: each bad field is located in `errors` (`loc`, `msg`, `type`).",
+    503: "The server is shutting down or not ready; retry after `Retry-After` seconds.",
+}
+
+
+class FieldError(BaseModel):
+    """One invalid field of a request."""
+
+    loc: list[str | int] = Field(
+        description="Where: `body`, `query`, `header` or `path`, then keys."
+    )
+    msg: str
+    type: str
+
+
+class Problem(BaseModel):
+    """An error, as `application/problem+json` (RFC 9457); extensions vary by `code`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(description="`/problems/<code>`.", examples=["/problems/not_found"])
+    title: str
+    status: int
+    detail: str = Field(description="What went wrong, for a human.")
+    code: str = Field(description="The stable error code (the same an `error` event carries).")
+    instance: str | None = Field(None, description="The request's id (`X-Request-ID`).")
+
+
+class ValidationProblem(Problem):
+    """A 422: every invalid field, located."""
+
+    errors: list[FieldError]
+
+
+def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set[int]:
+    """The error statuses an operation can answer, from what it takes."""
+    params = operation.get("parameters", [])
+    headers = {p["name"].lower() for p in params if p.get("in") == "header"}
+    queries = {p["name"] for p in params if p.get("in") == "query"}
+    has_path = any(p.get("in") == "path" for p in params)
+    statuses: set[int] = {403}  # the Origin check guards every route (app/api/browser.py)
+    if "requestBody" in operation:
+        statuses |= {400, 413, 422}
+    if params:
+        statuses.add(422)
+    if headers & _BAD_HEADERS or "cursor" in queries:
+        statuses.add(400)
+    if operation.get("security"):
+        statuses.add(401)
+    if has_path:
+        statuses.add(404)
+        if method != "get" or path.endswith("/stream"):
+            statuses.add(409)
+    if "if-match" in headers:
+        statuses.add(412)
+    if _RESUME_HEADER in headers:
+        statuses.add(410)
+    return statuses
+
+
+def _problem_content(status: int) -> dict[str, Any]:
+    ref = _VALIDATION_REF if status == 422 else _PROBLEM_REF
+    return {PROBLEM_JSON: {"schema": {"$ref": ref}}}
+
+
+def _document_operation(path: str, method: str, operation: dict[str, Any]) -> None:
+    responses: dict[str, Any] = operation.setdefault("responses", {})
+    declared = {int(s) for s in responses if s.isdigit() and int(s) >= 400}
+    for status in sorted(operation_statuses(path, method, operation) | declared):
+        entry = responses.setdefault(str(status), {})
+        if status == 422 or not entry.get("description"):
+            entry["description"] = DESCRIPTIONS.get(status, "An error.")
+        content = entry.get("content", {})
+        content.pop("application/json", None)  # FastAPI's HTTPValidationError: never served
+        entry["content"] = {**_problem_content(status), **content}
+    for entry in responses.values():
+        if SSE in entry.get("content", {}):
+            # OpenAPI 3.2's ``itemSchema``: each event, not the whole body (a generated client
+            # reads the stream itself; schemathesis checks every event against it).
+            entry["content"][SSE] = {"itemSchema": SSE_EVENT}
+    params = operation.get("parameters", [])
+    if any(p.get("in") == "header" and p["name"].lower() == _RESUME_HEADER for p in params):
+        responses.setdefault("204", {"description": "Resumed: the run has nothing left to send."})
+    if operation.get("security"):
+        # Optional: with no PARLEY_API_KEYS, requests without a key share one anonymous space.
+        operation["security"] = [{BEARER: []}, {}]
+
+
+def _add_components(document: dict[str, Any]) -> None:
+    components = document.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
+    for unused in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(unused, None)
+    for model in (FieldError, Problem, ValidationProblem):
+        schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+        schemas.update(schema.pop("$defs", {}))
+        schemas[model.__name__] = schema
+    components["securitySchemes"] = {
+        BEARER: {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "Any token, or none, unless the server sets `PARLEY_API_KEYS`; "
+            "each token sees only its own conversations.",
+        }
+    }
+
+
+def document_contract(app: FastAPI) -> None:
+    """Make ``app.openapi()`` document every operation's problems and the bearer scheme."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            document = get_openapi(
+                title=app.title,
+                version=app.version,
+                description=app.description,
+                routes=app.routes,
+            )
+            for path, operations in document.get("paths", {}).items():
+                for method, operation in operations.items():
+                    _document_operation(path, method, operation)
+            _add_components(document)
+            app.openapi_schema = document
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]

@@ -1,0 +1,88 @@
+"""The ``Idempotency-Key`` header of the write routes, and serving a request at most once.
+
+May import FastAPI, Starlette and the runs layer. ``idempotent`` wraps a route's work: the first
+request with a key is served and its result stored; a retry with the same key and request gets
+that result again (``Idempotent-Replayed: true``); for a stream, the same run, replayed from
+its first event by ``replay_run``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable
+from typing import Annotated
+
+from fastapi import Depends, Header, Request
+from starlette.responses import Response
+
+from app.api.deps import OwnerDep, ServicesDep
+from app.runs.idempotency import IdempotencyService
+
+# Headers a replayed response repeats (the body and status are kept as they were).
+_KEPT_HEADERS = ("content-type", "location", "etag")
+
+IdempotencyKeyHeader = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=255,
+        pattern=r"^[\x21-\x7e]+$",
+        description="Make a retry safe: a request repeated with the same key (1–255 visible "
+        "ASCII characters, e.g. a UUID) within 24 h gets the first result — for a stream, "
+        "the same run from its first event — never a second effect. The same key with "
+        "another request is a 422; while the first is still served, a 409.",
+        examples=["5f0c2a64-4d4e-4b43-9a55-0f3b7c1e2d9a"],
+    ),
+]
+
+
+def get_idempotency(services: ServicesDep, owner: OwnerDep) -> IdempotencyService:
+    return IdempotencyService(services, owner)
+
+
+IdempotencyDep = Annotated[IdempotencyService, Depends(get_idempotency)]
+
+
+async def _request_hash(request: Request) -> str:
+    digest = hashlib.sha256()
+    for part in (
+        request.method.encode(),
+        request.url.path.encode(),
+        str(sorted(request.query_params.multi_items())).encode(),
+        request.headers.get("if-match", "").encode("latin-1"),
+        await request.body(),
+    ):
+        digest.update(len(part).to_bytes(8, "big") + part)
+    return digest.hexdigest()
+
+
+async def idempotent(
+    request: Request,
+    key: str | None,
+    service: IdempotencyService,
+    produce: Callable[[], Awaitable[Response]],
+    replay_run: Callable[[str], Awaitable[Response]] | None = None,
+) -> Response:
+    """Serve ``produce()`` once per key; a retry gets the first result."""
+    if key is None:
+        return await produce()
+    scope = f"{request.method} {request.url.path}"
+    replay = await service.begin(scope, key, await _request_hash(request))
+    if replay is not None:
+        if replay.run_id is not None and replay_run is not None:
+            response = await replay_run(replay.run_id)
+        else:
+            response = Response(replay.body, replay.status_code, headers=replay.headers)
+        response.headers["Idempotent-Replayed"] = "true"
+        return response
+    try:
+        response = await produce()
+    except BaseException:
+        await service.release(scope, key)
+        raise
+    run_id = response.headers.get("x-run-id")
+    body = b"" if run_id is not None else bytes(response.body)
+    kept = {h: response.headers[h] for h in _KEPT_HEADERS if h in response.headers}
+    await service.complete(scope, key, response.status_code, body, kept, run_id)
+    return response

@@ -1,0 +1,130 @@
+"""A pure ASGI middleware that refuses JSON request bodies no database stores alike.
+
+May import Starlette and the problems module. Python's JSON reader accepts ``NaN``,
+``Infinity`` and ``1e400`` (a float that overflows), lone surrogates such as ``"\\ud800"`` and
+the NUL character; PostgreSQL refuses NUL and non-finite numbers in JSON while SQLite stores
+them (or silently ``null``). Every JSON body is checked here, before any route, so every write
+route — and every route merged later — refuses them alike: 422 problem+json naming the field.
+A body that is not JSON at all is left to the framework (400 ``malformed_json``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.api.problems import PayloadTooLarge, Unprocessable, problem_response
+
+_BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
+
+
+def _is_json(scope: Scope) -> bool:
+    """FastAPI reads a body as JSON when it has no content type or a JSON one."""
+    content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1").lower()
+    media = content_type.partition(";")[0].strip()
+    return not media or media == "application/json" or media.endswith("+json")
+
+
+def _bad_string(text: str) -> str | None:
+    if "\x00" in text:
+        return "holds the NUL character (\\u0000), which cannot be stored"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "holds a lone surrogate: not valid Unicode"
+    return None
+
+
+def _safe(part: str | int) -> str | int:
+    """A location part that can be written back in a JSON response."""
+    if isinstance(part, str) and _bad_string(part):
+        return part.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\u0000")
+    return part
+
+
+def find_unstorable(document: Any) -> list[dict[str, Any]]:
+    """Each NUL, lone surrogate (in a key or a value) or non-finite number, located."""
+    errors: list[dict[str, Any]] = []
+    stack: list[tuple[tuple[str | int, ...], Any]] = [(("body",), document)]
+    while stack and len(errors) < 20:
+        loc, value = stack.pop()
+        reason = None
+        if isinstance(value, str):
+            reason = _bad_string(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            reason = "is not a finite number (NaN, Infinity or out of range)"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                if (why := _bad_string(key)) is not None:
+                    errors.append(_error((*loc, key), f"key {why}"))
+                stack.append(((*loc, key), item))
+        elif isinstance(value, list):
+            stack.extend(((*loc, i), item) for i, item in enumerate(value))
+        if reason is not None:
+            errors.append(_error(loc, reason))
+    return errors
+
+
+def _error(loc: tuple[str | int, ...], reason: str) -> dict[str, Any]:
+    return {"loc": [_safe(p) for p in loc], "msg": f"the value {reason}", "type": "value_error"}
+
+
+class StrictJsonBodies:
+    """422 for a JSON body holding NUL, a lone surrogate or a non-finite number."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS or not _is_json(scope):
+            await self.app(scope, receive, send)
+            return
+        try:
+            body = await _read(receive)
+        except HTTPException as exc:  # the size limit, read out here rather than by a route
+            if exc.status_code != 413:
+                raise
+            await problem_response(PayloadTooLarge(str(exc.detail)))(scope, receive, send)
+            return
+        errors = _check(body)
+        if errors:
+            where = "; ".join(".".join(map(str, e["loc"])) for e in errors[:5])
+            problem = Unprocessable(f"{where}: {errors[0]['msg']}", errors=errors)
+            await problem_response(problem)(scope, receive, send)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _read(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            break
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _check(body: bytes) -> list[dict[str, Any]]:
+    if not body:
+        return []
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON (or too deep): the framework's 400
+        return []
+    return find_unstorable(document)

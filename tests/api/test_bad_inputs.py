@@ -1,0 +1,183 @@
+"""Bad input of every kind gets a clear 4xx problem naming the field, alike on both databases.
+
+Each case was a 500 (or a silent change) once: NUL in stored text, non-finite numbers, lone
+surrogates in keys, non-ASCII bearer tokens, cursors whose date overflows, version headers
+too long to be numbers, and config fields that coerced strings and booleans.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+
+import httpx
+import pytest
+
+from app.settings import Settings
+from tests.api.conftest import app_client
+
+pytestmark = pytest.mark.postgres
+
+JSON = {"content-type": "application/json"}
+
+
+async def _conversation(client: httpx.AsyncClient) -> str:
+    created = await client.post("/conversations", json={"system_prompt": "Be brief."})
+    assert created.status_code == 201
+    return str(created.json()["id"])
+
+
+def _problem(response: httpx.Response, status: int) -> dict[str, object]:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    body: dict[str, object] = response.json()
+    assert body["status"] == status
+    return body
+
+
+def _locs(body: dict[str, object]) -> list[list[object]]:
+    errors = body["errors"]
+    assert isinstance(errors, list)
+    return [e["loc"] for e in errors]
+
+
+@pytest.mark.parametrize(
+    ("raw", "loc"),
+    [
+        ('{"metadata": {"note": "a\\u0000b"}}', ["body", "metadata", "note"]),
+        ('{"metadata": {"a\\u0000": 1}}', ["body", "metadata", "a\\u0000"]),
+        ('{"system_prompt": "x\\u0000"}', ["body", "system_prompt"]),
+        ('{"metadata": {"n": 1e400}}', ["body", "metadata", "n"]),
+        ('{"metadata": {"n": -1e400}}', ["body", "metadata", "n"]),
+        ('{"metadata": {"n": NaN}}', ["body", "metadata", "n"]),
+        ('{"metadata": {"n": Infinity}}', ["body", "metadata", "n"]),
+        ('{"metadata": {"\\ud800": 1}}', ["body", "metadata", "\\ud800"]),
+        ('{"metadata": {"s": "\\udfff"}}', ["body", "metadata", "s"]),
+        ('{"config": {"temperature": NaN}}', ["body", "config", "temperature"]),
+    ],
+)
+async def test_unstorable_values_are_refused_naming_the_field(
+    client: httpx.AsyncClient, raw: str, loc: list[object]
+) -> None:
+    body = _problem(await client.post("/conversations", content=raw, headers=JSON), 422)
+    assert loc in _locs(body)
+    assert (await client.get("/conversations")).json()["items"] == []
+
+
+async def test_nul_in_a_message_of_a_delta_or_a_stream_is_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    cid = await _conversation(client)
+    raw = '{"messages": [{"role": "user", "text": "hi\\u0000"}]}'
+    for path in (f"/conversations/{cid}/deltas", f"/conversations/{cid}/stream"):
+        body = _problem(await client.post(path, content=raw, headers=JSON), 422)
+        assert ["body", "messages", 0, "text"] in _locs(body)
+    assert (await client.get(f"/conversations/{cid}")).json()["message_count"] == 1
+
+
+async def test_nul_in_an_import_or_a_tool_result_is_refused(client: httpx.AsyncClient) -> None:
+    raw = '{"messages": [{"role": "user", "content": "\\u0000"}]}'
+    response = await client.post("/conversations/import?format=openai", content=raw, headers=JSON)
+    assert ["body", "messages", 0, "content"] in _locs(_problem(response, 422))
+    cid = await _conversation(client)
+    raw = '{"messages": [{"role": "tool", "tool_call_id": "c1", "result": {"k": "\\u0000"}}]}'
+    response = await client.post(f"/conversations/{cid}/deltas", content=raw, headers=JSON)
+    assert ["body", "messages", 0, "result", "k"] in _locs(_problem(response, 422))
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"temperature": "1"},
+        {"temperature": True},
+        {"max_tool_rounds": False},
+        {"max_tool_rounds": "3"},
+        {"max_output_tokens": 10.0},
+        {"context_max_tokens": "100"},
+    ],
+)
+async def test_config_fields_do_not_coerce(
+    client: httpx.AsyncClient, config: dict[str, object]
+) -> None:
+    (field,) = config
+    body = _problem(await client.post("/conversations", json={"config": config}), 422)
+    assert ["body", "config", field] in _locs(body)
+
+
+async def test_integers_a_database_cannot_hold_are_refused(client: httpx.AsyncClient) -> None:
+    cid = await _conversation(client)
+    huge = 2**63
+    for response in (
+        await client.post(f"/conversations/{cid}/rewind", json={"keep": huge}),
+        await client.post(f"/conversations/{cid}/fork", json={"keep": huge}),
+        await client.post(f"/conversations/{cid}/rewind", json={"keep": "1"}),
+        await client.get(f"/conversations/{cid}/messages", params={"after": huge}),
+    ):
+        _problem(response, 422)
+
+
+@pytest.mark.parametrize("value", ["9" * 5000, "1" * 19, '"12a"', "W/x"])
+async def test_an_if_match_that_is_no_version_is_a_400(
+    client: httpx.AsyncClient, value: str
+) -> None:
+    cid = await _conversation(client)
+    response = await client.post(f"/conversations/{cid}/clear", headers={"If-Match": value})
+    assert _problem(response, 400)["code"] == "bad_if_match"
+
+
+@pytest.mark.parametrize("seq", ["9" * 5000, "-1", "1e3"])
+async def test_a_last_event_id_that_is_no_position_is_a_400(
+    client: httpx.AsyncClient, seq: str
+) -> None:
+    cid = await _conversation(client)
+    response = await client.get(
+        f"/conversations/{cid}/stream", headers={"Last-Event-ID": f"{'a' * 32}:{seq}"}
+    )
+    _problem(response, 400)
+
+
+@pytest.mark.parametrize(
+    "date", ["9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00", "99999-01-01"]
+)
+async def test_a_cursor_whose_date_overflows_is_a_400(client: httpx.AsyncClient, date: str) -> None:
+    raw = json.dumps([date, "0" * 32]).encode()
+    cursor = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    response = await client.get("/conversations", params={"cursor": cursor})
+    assert _problem(response, 400)["code"] == "invalid_cursor"
+
+
+async def test_bodies_that_are_not_json_are_a_400(client: httpx.AsyncClient) -> None:
+    for raw in ("{", "[" * 100_000, '{"a": 1} x', "\xff"):
+        response = await client.post("/conversations", content=raw.encode(), headers=JSON)
+        _problem(response, 400)
+
+
+async def test_a_non_ascii_bearer_token_is_a_401_or_its_own_space(settings: Settings) -> None:
+    token = "Bearer t\xe9\xff".encode("latin-1")
+    async with app_client(settings) as client:
+        response = await client.get("/conversations", headers=[(b"authorization", token)])
+        assert response.status_code == 200
+    keyed = settings.model_copy(update={"api_keys": Settings(api_keys="k1").api_keys})
+    async with app_client(keyed) as client:
+        response = await client.get("/conversations", headers=[(b"authorization", token)])
+        _problem(response, 401)
+        utf8 = "Bearer clé".encode()
+        _problem(await client.get("/conversations", headers=[(b"authorization", utf8)]), 401)
+
+
+async def test_keys_appear_in_no_repr_log_or_problem(
+    settings: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    secret, wrong = "sk-parley-SECRET-1", "sk-wrong-SECRET-2"
+    keyed = settings.model_copy(update={"api_keys": Settings(api_keys=secret).api_keys})
+    assert secret not in repr(keyed) and secret not in str(keyed.model_dump())
+    caplog.set_level(logging.DEBUG)
+    async with app_client(keyed) as client:
+        refused = await client.get("/conversations", headers={"Authorization": f"Bearer {wrong}"})
+        _problem(refused, 401)
+        allowed = await client.get("/conversations", headers={"Authorization": f"Bearer {secret}"})
+        assert allowed.status_code == 200
+    for text in (refused.text, str(refused.headers), caplog.text):
+        assert secret not in text and wrong not in text
+    assert "/conversations" in caplog.text  # the requests were logged, without their keys

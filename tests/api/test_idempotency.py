@@ -1,0 +1,139 @@
+"""Idempotency-Key on POST /conversations, …/deltas and …/stream, on both databases.
+
+A retry with the same key and request gets the first result (a stream: the same run, from its
+first event, on real uvicorn); another request under the key is a 422; concurrent requests
+with one key make one effect; keys are per owner and expire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from app.main import create_app
+from app.runs.idempotency import IdempotencyService
+from app.settings import Settings
+from tests.api.conftest import LiveServer, app_client
+from tests.api.sse import parse
+
+pytestmark = pytest.mark.postgres
+
+KEY = {"Idempotency-Key": "3f1c2b7e-key-1"}
+
+
+async def test_a_retried_create_returns_the_first_conversation(
+    client: httpx.AsyncClient,
+) -> None:
+    body = {"system_prompt": "Be brief.", "metadata": {"n": 1}}
+    first = await client.post("/conversations", json=body, headers=KEY)
+    again = await client.post("/conversations", json=body, headers=KEY)
+    assert first.status_code == again.status_code == 201
+    assert again.json() == first.json()
+    assert again.headers["location"] == first.headers["location"]
+    assert again.headers["idempotent-replayed"] == "true"
+    assert len((await client.get("/conversations")).json()["items"]) == 1
+
+
+async def test_the_same_key_with_another_body_is_a_422(client: httpx.AsyncClient) -> None:
+    assert (await client.post("/conversations", json={}, headers=KEY)).status_code == 201
+    other = await client.post("/conversations", json={"system_prompt": "x"}, headers=KEY)
+    assert other.status_code == 422
+    assert other.json()["code"] == "idempotency_key_reused"
+    assert other.json()["errors"][0]["loc"] == ["header", "Idempotency-Key"]
+
+
+async def test_keys_are_scoped_by_owner_and_route(client: httpx.AsyncClient) -> None:
+    mine = await client.post("/conversations", json={}, headers=KEY)
+    theirs = await client.post(
+        "/conversations", json={}, headers={**KEY, "Authorization": "Bearer other"}
+    )
+    assert theirs.status_code == 201 and theirs.json()["id"] != mine.json()["id"]
+    delta = {"messages": [{"role": "user", "text": "hi"}]}
+    path = f"/conversations/{mine.json()['id']}/deltas"
+    assert (await client.post(path, json=delta, headers=KEY)).status_code == 200
+
+
+async def test_a_retried_delta_appends_once(client: httpx.AsyncClient) -> None:
+    cid = (await client.post("/conversations", json={})).json()["id"]
+    delta = {"messages": [{"role": "user", "text": "only once"}]}
+    first = await client.post(f"/conversations/{cid}/deltas", json=delta, headers=KEY)
+    again = await client.post(f"/conversations/{cid}/deltas", json=delta, headers=KEY)
+    assert first.status_code == again.status_code == 200
+    assert again.json()["message_count"] == first.json()["message_count"] == 1
+    assert again.headers["etag"] == first.headers["etag"]
+    assert (await client.get(f"/conversations/{cid}")).json()["message_count"] == 1
+
+
+async def test_a_failed_request_frees_its_key(client: httpx.AsyncClient) -> None:
+    cid = (await client.post("/conversations", json={})).json()["id"]
+    delta = {"messages": [{"role": "user", "text": "hi"}]}
+    stale = {**KEY, "If-Match": '"7"'}
+    for _ in range(2):  # not 409 "in use", not a replay: the request runs again
+        response = await client.post(f"/conversations/{cid}/deltas", json=delta, headers=stale)
+        assert response.status_code == 412
+
+
+async def test_a_key_expires(settings: Settings) -> None:
+    short = settings.model_copy(update={"idempotency_ttl_seconds": 0.05})
+    async with app_client(short) as client:
+        first = await client.post("/conversations", json={}, headers=KEY)
+        await asyncio.sleep(0.1)
+        later = await client.post("/conversations", json={"system_prompt": "x"}, headers=KEY)
+        assert later.status_code == 201 and later.json()["id"] != first.json()["id"]
+
+
+async def test_a_key_in_use_is_a_409_with_retry_after(settings: Settings) -> None:
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        service = IdempotencyService(app.state.services, "anonymous")
+        assert await service.begin("POST /conversations", KEY["Idempotency-Key"], "h") is None
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+            response = await client.post("/conversations", json={}, headers=KEY)
+    assert response.status_code == 409
+    assert response.json()["code"] == "idempotency_key_in_use"
+    assert response.headers["retry-after"] == "1"
+
+
+async def test_concurrent_requests_with_one_key_make_one_conversation(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server()
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        tries = [client.post("/conversations", json={}, headers=KEY) for _ in range(6)]
+        responses = await asyncio.gather(*tries)
+        statuses = sorted(r.status_code for r in responses)
+        assert set(statuses) <= {201, 409} and 201 in statuses
+        ids = {r.json()["id"] for r in responses if r.status_code == 201}
+        assert len(ids) == 1
+        assert len((await client.get("/conversations")).json()["items"]) == 1
+
+
+async def test_a_retried_stream_resumes_the_same_run(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    server = live_server(offline_delay_ms=30)
+    bundle = {"messages": [{"role": "user", "text": "one two three four"}]}
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        cid = (await client.post("/conversations", json={})).json()["id"]
+        path = f"/conversations/{cid}/stream?on_disconnect=continue"
+        async with client.stream("POST", path, json=bundle, headers=KEY) as first:
+            run_id = first.headers["x-run-id"]
+            async for _ in first.aiter_lines():
+                break  # the run has started; the client "loses" the connection
+        retry = await client.post(path, json=bundle, headers=KEY)
+        assert retry.status_code == 200
+        assert retry.headers["x-run-id"] == run_id
+        events = parse(retry.text)
+        assert events[0].id == f"{run_id}:1" and events[0].name == "run_started"
+        assert events[-1].name == "done"
+        text = "".join(e.data.get("delta", "") for e in events if e.name == "content_block_delta")
+        assert text.split() == ["one", "two", "three", "four"]
+        again = await client.post(path, json=bundle, headers=KEY)  # after the end: same events
+        assert [e.id for e in parse(again.text)] == [e.id for e in events]
+        runs = (await client.get(f"/conversations/{cid}/runs")).json()["items"]
+        assert [r["id"] for r in runs] == [run_id]
+        assert (await client.get(f"/conversations/{cid}")).json()["message_count"] == 2
