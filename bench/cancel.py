@@ -12,22 +12,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import asyncpg
 import httpx
-from sqlalchemy.engine import make_url
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.databases import fresh_postgres, migrate  # noqa: E402
 from tests.api.sse import events  # noqa: E402
 from tests.processes import ServerProcess  # noqa: E402
 
@@ -78,23 +75,6 @@ async def bench(url: str, label: str, tries: int, tmp: Path) -> None:
         b.stop()
 
 
-async def postgres_database() -> str | None:
-    url = make_url(
-        os.environ.get("PARLEY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/")
-    )
-    dsn = url.set(drivername="postgresql", database="postgres")
-    try:
-        connection = await asyncpg.connect(dsn.render_as_string(hide_password=False), timeout=3)
-    except (OSError, asyncpg.PostgresError, TimeoutError):
-        return None
-    try:
-        await connection.execute("DROP DATABASE IF EXISTS parley_bench_cancel WITH (FORCE)")
-        await connection.execute("CREATE DATABASE parley_bench_cancel")
-    finally:
-        await connection.close()
-    return url.set(database="parley_bench_cancel").render_as_string(hide_password=False)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tries", type=int, default=20)
@@ -102,19 +82,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         targets = [("sqlite (shared file)", f"sqlite+aiosqlite:///{tmp}/bench.db")]
-        pg = asyncio.run(postgres_database())
+        pg = asyncio.run(fresh_postgres("parley_bench_cancel"))
         if pg is not None:
             targets.append(("postgres", pg))
         print("| database | tries | done within 1 s | median ms | max ms |")
         print("| --- | --- | --- | --- | --- |")
         for label, url in targets:
-            subprocess.run(
-                [sys.executable, "-m", "alembic", "upgrade", "head"],
-                cwd=ROOT,
-                check=True,
-                capture_output=True,
-                env={**os.environ, "PARLEY_DATABASE_URL": url},
-            )
+            migrate(url)
             asyncio.run(bench(url, label, args.tries, tmp))
 
 

@@ -32,6 +32,7 @@ from sqlalchemy.engine import make_url
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.databases import fresh_postgres, migrate  # noqa: E402
 from tests.processes import free_port  # noqa: E402
 
 PY = sys.executable
@@ -207,33 +208,6 @@ async def bench(database_url: str, label: str, rounds: int, streams: int, tmp: P
             server.stop()
 
 
-async def postgres_database(server_url: str) -> str | None:
-    url = make_url(server_url)
-    dsn = url.set(drivername="postgresql", database="postgres").render_as_string(
-        hide_password=False
-    )
-    try:
-        connection = await asyncpg.connect(dsn, timeout=3)
-    except (OSError, asyncpg.PostgresError, TimeoutError):
-        return None
-    try:
-        await connection.execute("DROP DATABASE IF EXISTS parley_bench_runlog WITH (FORCE)")
-        await connection.execute("CREATE DATABASE parley_bench_runlog")
-    finally:
-        await connection.close()
-    return url.set(database="parley_bench_runlog").render_as_string(hide_password=False)
-
-
-def migrate(database_url: str) -> None:
-    subprocess.run(
-        [PY, "-m", "alembic", "upgrade", "head"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        env={**os.environ, "PARLEY_DATABASE_URL": database_url},
-    )
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -242,13 +216,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as directory:
         tmp = Path(directory)
         targets = [("sqlite", f"sqlite+aiosqlite:///{tmp}/bench.db")]
-        pg = asyncio.run(
-            postgres_database(
-                os.environ.get(
-                    "PARLEY_BENCH_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/"
-                )
-            )
-        )
+        pg = asyncio.run(fresh_postgres("parley_bench_runlog"))
         if pg is not None:
             targets.append(("postgres", pg))
         print(
