@@ -20,7 +20,6 @@ import contextlib
 import dataclasses
 import logging
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.domain import (
     AgentMessage,
@@ -45,6 +44,7 @@ from app.runs.events import (
     SHUTTING_DOWN_ERROR,
     ErrorData,
     OnDisconnect,
+    RunEvent,
     chunk_event,
     done_payload,
     error_for,
@@ -176,7 +176,7 @@ class RunService:
                 log.info("run %s failed: %s", run.run_id, error["code"])
             elif not isinstance(exc, LeaseLost):
                 log.exception("run %s failed unexpectedly", run.run_id)
-            status, error = ("aborted" if isinstance(exc, LeaseLost) else "failed"), error_for(exc)
+            status = "aborted" if isinstance(exc, LeaseLost) else "failed"
         run.finishing = True
         try:
             await asyncio.shield(self._finish(run, conversation, progress, status, error))
@@ -244,7 +244,7 @@ class RunService:
         self._landed(run, await self.services.writer.commit(commit), len(messages))
         progress.inflight = None
 
-    def _landed(self, run: LiveRun, events: list[Any], stored: int) -> None:
+    def _landed(self, run: LiveRun, events: list[RunEvent], stored: int) -> None:
         run.persisted += stored
         run.publish(events)
 
