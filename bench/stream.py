@@ -63,8 +63,8 @@ def serve_uvicorn(
     target: str, port: int, env: dict[str, str], factory: bool, profile: str | None = None
 ) -> subprocess.Popen[bytes]:
     """uvicorn, one worker; under ``py-spy record`` (collapsed stacks to ``profile``) if set."""
-    spy = [str(Path(PY).parent / "py-spy"), "record", "-r", "200", "-f", "raw", "-o", profile]
-    args = [*([*spy, "--"] if profile else []), PY, "-m", "uvicorn", target]
+    spy = [str(Path(PY).parent / "py-spy"), "record", "--nonblocking", "-r", "1000", "-f", "raw", "-o", profile]
+    args = [*([*spy, "--"] if profile else []), PY, *(["/tmp/cprof_uvicorn.py"] if os.environ.get("CPROF") and factory else ["-m", "uvicorn"]), target]
     args += ["--host", "127.0.0.1", "--port", str(port)]
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
     if factory:
@@ -115,10 +115,18 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def cpu_seconds(pid: int) -> float:
+    """The CPU time ``pid`` has used (user and system), in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @contextmanager
 def peak_rss(pid: int | None) -> Iterator[list[float]]:
-    """Samples the resident memory of ``pid`` every 50 ms; the peak is in the list at exit."""
+    """Samples the resident memory of ``pid`` every 50 ms: the list holds the peak at exit,
+    then the CPU seconds ``pid`` used meanwhile."""
     peak = [0.0]
+    cpu_before = cpu_seconds(pid) if pid is not None else 0.0
     stop = threading.Event()
 
     def sample() -> None:
@@ -133,6 +141,7 @@ def peak_rss(pid: int | None) -> Iterator[list[float]]:
     finally:
         stop.set()
         thread.join()
+        peak.append(cpu_seconds(pid) - cpu_before if pid is not None else 0.0)
 
 
 class Bench:
@@ -180,12 +189,17 @@ class Bench:
             [calls[i :: self.clients] for i in range(self.clients)] if not sequential else [calls]
         )
         go_at = time.monotonic() + 0.5
+        cprof = os.environ.get("CPROF") and target.startswith("parley") and scenario != "first_token"
+        if cprof:
+            os.kill(self.pids[target], signal.SIGUSR1)
         with peak_rss(self.pids.get(target)) as peak:
             parts = self.pool.map(
                 run_streams, [(share, go_at, sequential) for share in shares if share]
             )
+        if cprof:
+            os.kill(self.pids[target], signal.SIGUSR2)
         records = [r for part in parts for r in part]
-        return summarize(records, tokens, go_at, peak[0])
+        return summarize(records, tokens, go_at, peak[0], peak[1])
 
 
 def pct(values: list[float], q: float) -> float:
@@ -195,7 +209,9 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def summarize(records: list[Record], tokens: int, go_at: float, rss: float) -> dict[str, Any]:
+def summarize(
+    records: list[Record], tokens: int, go_at: float, rss: float, cpu: float
+) -> dict[str, Any]:
     delivered = sum(r.tokens for r in records)
     seconds = max(r.ended for r in records) - go_at
     firsts = [r.first for r in records if r.first is not None]
@@ -208,13 +224,14 @@ def summarize(records: list[Record], tokens: int, go_at: float, rss: float) -> d
         "first_p99_ms": pct(firsts, 0.99) * 1000,
         "gap_p99_ms": pct(gaps, 0.99) * 1000,
         "rss_mb": rss,
+        "cpu_s": cpu,
         "ok": ok,
         "errors": errors[:3],
     }
 
 
 def medians(rounds: list[dict[str, Any]]) -> dict[str, Any]:
-    keys = ("tok_s", "first_p50_ms", "first_p99_ms", "gap_p99_ms", "rss_mb")
+    keys = ("tok_s", "first_p50_ms", "first_p99_ms", "gap_p99_ms", "rss_mb", "cpu_s")
     out: dict[str, Any] = {k: statistics.median(r[k] for r in rounds) for k in keys}
     out["ok"] = all(r["ok"] for r in rounds)
     out["errors"] = [e for r in rounds for e in r["errors"]][:3]
@@ -236,15 +253,15 @@ def machine() -> dict[str, Any]:
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
         "| scenario | provider | target | tok/s | first p50 ms | first p99 ms | gap p99 ms "
-        "| RSS MB | all in order |",
-        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| RSS MB | CPU s | all in order |",
+        "| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for r in results:
         m = r["median"]
         lines.append(
             f"| {r['scenario']} | {r['provider']} | {r['target']} | {m['tok_s']:,.0f} | "
             f"{m['first_p50_ms']:.1f} | {m['first_p99_ms']:.1f} | {m['gap_p99_ms']:.1f} | "
-            f"{m['rss_mb']:.0f} | {'yes' if m['ok'] else 'NO ' + '; '.join(m['errors'])} |"
+            f"{m['rss_mb']:.0f} | {m['cpu_s']:.2f} | {'yes' if m['ok'] else 'NO ' + '; '.join(m['errors'])} |"
         )
     return "\n".join(lines)
 
@@ -296,7 +313,7 @@ def line(m: dict[str, Any]) -> str:
     return (
         f"{m['tok_s']:9,.0f} tok/s  first p50 {m['first_p50_ms']:7.1f} ms "
         f"p99 {m['first_p99_ms']:7.1f} ms  gap p99 {m['gap_p99_ms']:6.1f} ms  "
-        f"rss {m['rss_mb']:4.0f} MB  ok={m['ok']}"
+        f"rss {m['rss_mb']:4.0f} MB  cpu {m['cpu_s']:5.2f} s  ok={m['ok']}"
     )
 
 

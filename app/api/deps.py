@@ -24,7 +24,7 @@ ANONYMOUS = "anonymous"
 MAX_VERSION_DIGITS = 18  # a version is a 64-bit integer; longer is not one we issued
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
@@ -37,7 +37,7 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 _bearer = HTTPBearer(auto_error=False, scheme_name="bearer")
 
 
-def get_owner(
+async def get_owner(
     services: ServicesDep,
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
@@ -61,19 +61,19 @@ def get_owner(
 OwnerDep = Annotated[str, Depends(get_owner)]
 
 
-def get_conversations(services: ServicesDep, owner: OwnerDep) -> ConversationService:
+async def get_conversations(services: ServicesDep, owner: OwnerDep) -> ConversationService:
     return ConversationService(services, owner)
 
 
-def get_runs(services: ServicesDep, owner: OwnerDep) -> RunService:
+async def get_runs(services: ServicesDep, owner: OwnerDep) -> RunService:
     return RunService(services, owner)
 
 
-def get_reader(services: ServicesDep, owner: OwnerDep) -> RunReader:
+async def get_reader(services: ServicesDep, owner: OwnerDep) -> RunReader:
     return RunReader(services, owner)
 
 
-def get_history(services: ServicesDep, owner: OwnerDep) -> HistoryService:
+async def get_history(services: ServicesDep, owner: OwnerDep) -> HistoryService:
     return HistoryService(services, owner)
 
 
@@ -83,7 +83,7 @@ RunsDep = Annotated[RunService, Depends(get_runs)]
 ReaderDep = Annotated[RunReader, Depends(get_reader)]
 
 
-def get_if_match(
+async def get_if_match(
     if_match: Annotated[
         str | None,
         Header(description='The version you last saw, as its ETag (`"5"`); 412 if stale.'),

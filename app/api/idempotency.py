@@ -37,7 +37,7 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
-def get_idempotency(services: ServicesDep, owner: OwnerDep) -> IdempotencyService:
+async def get_idempotency(services: ServicesDep, owner: OwnerDep) -> IdempotencyService:
     return IdempotencyService(services, owner)
 
 

@@ -79,7 +79,6 @@ class OpenAIAdapter(SSEAdapter):
         self.config = config
         self.default_model = config.default_model
         self._client = client
-        openai_token_counter(config.default_model)  # load its vocabulary now, not in a request
 
     @property
     def client(self) -> openai.AsyncOpenAI:

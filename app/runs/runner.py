@@ -97,9 +97,9 @@ class RunService:
         run_id = new_run_id()
         delta = delta or Delta()
         async with services.repository(self.owner) as repo:
-            # One write: the delta, the lease, the run and its first event. A refusal below
-            # rolls them all back.
-            record = await repo.begin_run(
+            # One write: the delta, the lease, the run and its first event, and the messages read
+            # under the lock. A refusal below rolls them all back.
+            record, messages = await repo.begin_run(
                 conversation_id,
                 run_id,
                 services.settings.run_lease_seconds,
@@ -110,6 +110,8 @@ class RunService:
             )
             if record.pending_tool_call_ids:
                 raise PendingToolCalls(record.pending_tool_call_ids)
+            if all(isinstance(m, AgentMessage) for m in messages):
+                raise NothingToAnswer(conversation_id)
             config = services.configs.build(record.config)
             try:
                 adapter, _ = config.select()
@@ -124,17 +126,8 @@ class RunService:
             runs = RunRepository(repo.session)
             await runs.create(run_id, record.id, self.owner, on_disconnect)
             await runs.add_events(merged_rows(run_id, [started]))
-        try:
-            # Read outside the write transaction: the lease keeps every other writer out.
-            async with services.reader(self.owner) as reader:
-                messages = await reader.load_messages(conversation_id)
-            if all(isinstance(m, AgentMessage) for m in messages):
-                raise NothingToAnswer(conversation_id)
-            conversation = LLMConversation(messages, config)
-            observer = RunObserver(adapter.name, record.id, run_id)
-        except BaseException:
-            await self._withdraw(record, run_id)
-            raise
+        conversation = LLMConversation(messages, config)
+        observer = RunObserver(adapter.name, record.id, run_id)
         run = LiveRun(
             run_id, record.id, self.owner, on_disconnect, len(messages), record.version, [started]
         )
@@ -143,14 +136,6 @@ class RunService:
         if services.manager.shutting_down:  # the drain began while this run was starting
             run.stop("shutdown")
         return run
-
-    async def _withdraw(self, record: ConversationRecord, run_id: str) -> None:
-        """Undo a run that cannot start after all: no row, no lease (if this fails too, the
-        lease expires and the run is ended as abandoned)."""
-        with contextlib.suppress(Exception):
-            async with self.services.repository(self.owner) as repo:
-                await RunRepository(repo.session).delete(run_id)
-                await repo.release_lease(record.id, run_id)
 
     # --- the run's task -------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import RowMapping, and_, delete, insert, select, update
+from sqlalchemy import RowMapping, and_, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain import AgentMessage, Message, MessageList
@@ -45,6 +45,15 @@ _MESSAGES = MESSAGES
 _C = CONVERSATIONS.c
 _M = MESSAGES.c
 _NO_LEASE: dict[str, Any] = {"lease_run_id": None, "lease_expires_at": None}
+_HAS_PENDING = "has_pending"
+# A conversation's row with whether it has pending tool calls: most have none, and then
+# reading it needs no second query for their ids.
+_ROW = select(
+    _CONVERSATIONS,
+    exists()
+    .where(_M.conversation_id == _C.id, _M.pending_call_id.is_not(None))
+    .label(_HAS_PENDING),
+)
 
 AbandonedRunHandler = Callable[["ConversationRepository", str, str], Awaitable[None]]
 """Called as ``handler(repository, conversation_id, run_id)`` when a writer meets the expired
@@ -103,11 +112,11 @@ class ConversationRepository:
     async def get(self, conversation_id: str) -> ConversationRecord:
         """The conversation; ConversationNotFound if unknown, malformed, or not the owner's."""
         key = conversation_key(conversation_id)
-        result = await self._session.execute(select(_CONVERSATIONS).where(self._mine(key)))
+        result = await self._session.execute(_ROW.where(self._mine(key)))
         row = result.mappings().one_or_none()
         if row is None:
             raise ConversationNotFound(conversation_id)
-        return await self._record(row)
+        return await self._record(row, row)
 
     async def list(
         self, limit: int, cursor: str | None = None
@@ -206,8 +215,10 @@ class ConversationRepository:
         a call that is not pending (ToolCallNotPending). An empty delta changes nothing.
         """
         row = await self._lock(conversation_id, expected_version=expected_version)
-        changes = await self._write_delta(row, messages, tool_results, config)
-        return await (self._record(row) if changes is None else self._bump(row, **changes))
+        changes, rows = await self._write_delta(row, messages, tool_results, config)
+        if changes is None:
+            return await self._record(row, row)
+        return await self._bump(row, rows, **changes)
 
     async def begin_run(
         self,
@@ -219,20 +230,25 @@ class ConversationRepository:
         tool_results: Sequence[ToolOutcome] = (),
         update_config: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
         expected_version: int | None = None,
-    ) -> ConversationRecord:
+    ) -> tuple[ConversationRecord, MessageList]:
         """Apply a delta (as ``apply_delta``; ``update_config`` turns the stored config into
-        the new one) and take the lease for ``run_id``, in one locked write.
+        the new one) and take the lease for ``run_id``, in one locked write; the record and
+        every message after it.
 
         LeaseHeld while another run holds it.
         """
         row = await self._lock(conversation_id, expected_version=expected_version)
         config = update_config(dict(row["config"])) if update_config is not None else None
-        changes = await self._write_delta(row, messages, tool_results, config)
+        changes, rows = await self._write_delta(row, messages, tool_results, config)
         lease = {"lease_run_id": run_id, "lease_expires_at": self._now() + _ttl(ttl_seconds)}
         if changes is not None:
-            return await self._bump(row, **changes, **lease)
-        await self._session.execute(update(_CONVERSATIONS).where(_C.id == row["id"]).values(lease))
-        return await self._record({**row, **lease})
+            record = await self._bump(row, rows, **changes, **lease)
+        else:
+            await self._session.execute(
+                update(_CONVERSATIONS).where(_C.id == row["id"]).values(lease)
+            )
+            record = await self._record({**row, **lease}, row)
+        return record, MessageList(await self._load(record.id, 0, record.message_count))
 
     async def _write_delta(
         self,
@@ -240,14 +256,15 @@ class ConversationRepository:
         messages: Sequence[Message],
         tool_results: Sequence[ToolOutcome],
         config: dict[str, Any] | None,
-    ) -> dict[str, Any] | None:
-        """Write a delta's rows; the conversation's changed columns, or None for an empty one."""
+    ) -> tuple[dict[str, Any] | None, builtins.list[dict[str, Any]]]:
+        """Write a delta's rows; the conversation's changed columns (None for an empty delta)
+        and the new message rows."""
         key = row["id"]
         completions = await completions_for(self._session, key, tool_results)
         rows = message_rows(key, row["message_count"], messages)
         await check_new_pending(self._session, key, rows, completing={c[0] for c in completions})
         if not (rows or completions or config is not None):
-            return None
+            return None, rows
         for _call_id, index, data in completions:
             await self._session.execute(
                 update(_MESSAGES)
@@ -259,7 +276,7 @@ class ConversationRepository:
         changes: dict[str, Any] = {"message_count": row["message_count"] + len(rows)}
         if config is not None:
             changes["config"] = dict(config)
-        return changes
+        return changes, rows
 
     async def append_messages(
         self,
@@ -281,10 +298,11 @@ class ConversationRepository:
         rows = message_rows(key, row["message_count"], messages)
         await check_new_pending(self._session, key, rows, completing=set())
         if not rows:
-            return await self._record(row)
+            return await self._record(row, row)
         await self._session.execute(insert(_MESSAGES), rows)
         changes = dict(_NO_LEASE) if release_lease and run_id is not None else {}
-        return await self._bump(row, message_count=row["message_count"] + len(rows), **changes)
+        count = row["message_count"] + len(rows)
+        return await self._bump(row, rows, message_count=count, **changes)
 
     async def clear(
         self, conversation_id: str, expected_version: int | None = None
@@ -352,7 +370,7 @@ class ConversationRepository:
         await self._session.execute(
             update(_CONVERSATIONS).where(self._mine(row["id"])).values(values)
         )
-        return await self._record({**row, **values})
+        return await self._record({**row, **values}, row)
 
     async def renew_lease(self, conversation_id: str, run_id: str, ttl_seconds: float) -> bool:
         """Extend ``run_id``'s lease to ``ttl_seconds`` from now; False if it no longer holds it.
@@ -379,7 +397,7 @@ class ConversationRepository:
 
     async def _locked_row(self, conversation_id: str) -> RowMapping:
         key = conversation_key(conversation_id)
-        query = select(_CONVERSATIONS).where(self._mine(key)).with_for_update()
+        query = _ROW.where(self._mine(key)).with_for_update(of=_CONVERSATIONS)
         row = (await self._session.execute(query)).mappings().one_or_none()
         if row is None:
             raise ConversationNotFound(conversation_id)
@@ -423,18 +441,32 @@ class ConversationRepository:
         await self.release_lease(row["id"], row["lease_run_id"])
         return await self._locked_row(row["id"])
 
-    async def _bump(self, row: RowMapping, **values: Any) -> ConversationRecord:
+    async def _bump(
+        self, row: RowMapping, added: Sequence[dict[str, Any]] = (), **values: Any
+    ) -> ConversationRecord:
+        """Change the locked ``row``, one version up; ``added``: the message rows just added."""
         result = await self._session.execute(
             update(_CONVERSATIONS)
             .where(self._mine(row["id"]))
             .values(version=row["version"] + 1, updated_at=self._now(), **values)
             .returning(*_CONVERSATIONS.c)
         )
-        return await self._record(result.mappings().one())
+        return await self._record(result.mappings().one(), row, added)
 
-    async def _record(self, row: Mapping[Any, Any]) -> ConversationRecord:
-        pending = await pending_ids(self._session, [row["id"]])
-        return to_record(row, pending.get(row["id"], ()))
+    async def _record(
+        self,
+        row: Mapping[Any, Any],
+        read: Mapping[Any, Any] | None = None,
+        added: Sequence[dict[str, Any]] = (),
+    ) -> ConversationRecord:
+        """``row`` as a record. ``read``: the row as read (with ``has_pending``) before the
+        message rows ``added`` were written; when it had no pending call, the pending ids are
+        those of ``added`` and need no query."""
+        if read is not None and not read[_HAS_PENDING]:
+            pending = tuple(r["pending_call_id"] for r in added if r["pending_call_id"])
+            return to_record(row, pending)
+        found = await pending_ids(self._session, [row["id"]])
+        return to_record(row, found.get(row["id"], ()))
 
 
 def _ttl(ttl_seconds: float) -> timedelta:

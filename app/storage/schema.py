@@ -10,14 +10,15 @@ import asyncio
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from alembic import command
-from alembic.config import Config
-from alembic.script import ScriptDirectory
 from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 
 from app.storage.database import Database
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 ROOT = Path(__file__).resolve().parents[2]
 MIGRATION_LOCK_KEY = 0x7061726C6579
@@ -26,6 +27,8 @@ MIGRATION_LOCK_KEY = 0x7061726C6579
 
 def alembic_config(database_url: str) -> Config:
     """Alembic's config for Parley's migrations, pointed at ``database_url``."""
+    from alembic.config import Config  # Alembic (10 MB) is loaded only when it is needed
+
     config = Config(str(ROOT / "alembic.ini"))
     config.set_main_option("script_location", str(ROOT / "migrations"))
     config.attributes["database_url"] = database_url
@@ -36,6 +39,8 @@ def alembic_config(database_url: str) -> Config:
 @cache
 def head_revisions() -> frozenset[str]:
     """The revisions the migrations end at (one, unless they branch)."""
+    from alembic.script import ScriptDirectory
+
     return frozenset(ScriptDirectory(str(ROOT / "migrations")).get_heads())
 
 
@@ -72,4 +77,6 @@ async def schema_state(database: Database) -> SchemaState:
 
 async def migrate_to_head(database_url: str) -> None:
     """``alembic upgrade head`` on ``database_url``, on a thread (Alembic runs its own loop)."""
+    from alembic import command
+
     await asyncio.to_thread(command.upgrade, alembic_config(database_url), "head")
