@@ -63,7 +63,7 @@ def serve_uvicorn(
     target: str, port: int, env: dict[str, str], factory: bool, profile: str | None = None
 ) -> subprocess.Popen[bytes]:
     """uvicorn, one worker; under ``py-spy record`` (collapsed stacks to ``profile``) if set."""
-    spy = [str(Path(PY).parent / "py-spy"), "record", "--nonblocking", "-r", "1000", "-f", "raw", "-o", profile]
+    spy = [str(Path(PY).parent / "py-spy"), "record", "--nonblocking", "--gil", "-r", "1000", "-f", "raw", "-o", profile]
     args = [*([*spy, "--"] if profile else []), PY, *(["/tmp/cprof_uvicorn.py"] if os.environ.get("CPROF") and factory else ["-m", "uvicorn"]), target]
     args += ["--host", "127.0.0.1", "--port", str(port)]
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]

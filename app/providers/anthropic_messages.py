@@ -84,7 +84,7 @@ class AnthropicAdapter(SSEAdapter):
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
-        """The keyword arguments of ``messages.create``.
+        """The request's JSON body.
 
         ``options.temperature`` is not sent: the API version this SDK speaks has no sampling
         temperature (docs/providers.md).
@@ -103,8 +103,18 @@ class AnthropicAdapter(SSEAdapter):
         return request
 
     def _open(self, request: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
-        """The SDK's streaming response: it sends the request and raises for a failed status."""
-        return self.client.messages.with_streaming_response.create(**request)
+        """The SDK's streaming response: it sends the request and raises for a failed status.
+
+        The body goes whole as ``extra_body`` (see the ``openai`` adapter: the SDK would walk
+        every message of the history against its TypedDicts otherwise).
+        """
+        return self.client.messages.with_streaming_response.create(
+            model=request["model"],
+            max_tokens=request["max_tokens"],
+            messages=[],
+            stream=True,
+            extra_body=request,
+        )
 
     def _translator(self) -> _EventReader:
         return _EventReader()

@@ -103,7 +103,7 @@ class OpenAIAdapter(SSEAdapter):
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create``; raises before any request."""
+        """The request's JSON body; raises before any request."""
         request: dict[str, Any] = {
             "model": options.model or self.default_model,
             "messages": self._messages(messages),
@@ -119,7 +119,7 @@ class OpenAIAdapter(SSEAdapter):
         if self._ends_with_assistant(messages) and (
             self.config.trailing_assistant == "continue_final_message"
         ):
-            request["extra_body"] = {"continue_final_message": True, "add_generation_prompt": False}
+            request |= {"continue_final_message": True, "add_generation_prompt": False}
         return request
 
     def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
@@ -138,8 +138,17 @@ class OpenAIAdapter(SSEAdapter):
         return isinstance(last, TextMessage) and last.role is Role.ASSISTANT
 
     def _open(self, request: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
-        """The SDK's streaming response: it sends the request and raises for a failed status."""
-        return self.client.chat.completions.with_streaming_response.create(**request)
+        """The SDK's streaming response: it sends the request and raises for a failed status.
+
+        The body goes whole as ``extra_body``, which the SDK sends as it is (it wins over the
+        typed arguments): given as typed arguments, every message of the history would be
+        walked against the SDK's TypedDicts first — 2 ms for ten messages, 18 ms for a
+        hundred, on the event loop.
+        """
+        completions = self.client.chat.completions.with_streaming_response
+        return completions.create(
+            model=request["model"], messages=[], stream=True, extra_body=request
+        )
 
     def _translator(self) -> _ChunkReader:
         return _ChunkReader()

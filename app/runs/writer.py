@@ -28,7 +28,8 @@ from app.storage import (
     ConversationRecord,
     ConversationRepository,
     EventRow,
-    LeaseLost,
+    RunAppend,
+    RunEnding,
     RunRepository,
     StorageError,
     is_transient,
@@ -228,55 +229,40 @@ class EventWriter:
 
     async def _store(self, groups: list[_Group]) -> None:
         """One transaction storing the groups; commit futures are resolved once it committed."""
-        outcomes: list[tuple[Commit, list[RunEvent] | StorageError]] = []
+        commits = [commit for group in groups for commit in group.commits]
+        outcomes: list[list[RunEvent] | StorageError] = []
         async with self._repository() as repo:
             run_repo = RunRepository(repo.session)
+            landed: dict[str, list[RunEvent]] = {}
+            if commits:
+                records = await repo.append_for_runs([_append(c) for c in commits])
+                endings: list[RunEnding] = []
+                for commit, record in zip(commits, records, strict=True):
+                    if isinstance(record, StorageError):
+                        outcomes.append(record)
+                        continue
+                    run, specs = commit.run, commit.events(record)
+                    numbered = [make_event(run.seq + i + 1, *spec) for i, spec in enumerate(specs)]
+                    outcomes.append(numbered)
+                    landed.setdefault(run.run_id, []).extend(numbered)
+                    if (ending := commit.ending) is not None:
+                        endings.append(
+                            RunEnding(run.run_id, ending.status, ending.error_code, ending.usage)
+                        )
+                await run_repo.finish_many(endings)
             rows: list[EventRow] = []
             for group in groups:
-                stored = list(group.events)
-                for commit in group.commits:
-                    outcome = await self._apply(repo, run_repo, commit)
-                    outcomes.append((commit, outcome))
-                    if not isinstance(outcome, StorageError):
-                        stored.extend(outcome)
+                stored = [*group.events, *landed.get(group.run.run_id, ())]
                 rows.extend(merged_rows(group.run.run_id, stored))
             await run_repo.add_events(rows)
             for payload in _notifications([g.run.run_id for g in groups]):
                 await run_repo.notify(payload)
         self.transactions += 1
-        for commit, outcome in outcomes:
+        for commit, outcome in zip(commits, outcomes, strict=True):
             if isinstance(outcome, StorageError):
                 commit.future.set_exception(outcome)
             else:
                 commit.future.set_result(outcome)
-
-    async def _apply(
-        self, repo: ConversationRepository, run_repo: RunRepository, commit: Commit
-    ) -> list[RunEvent] | StorageError:
-        """Store one commit in the flush's transaction; a StorageError wrote nothing."""
-        run = commit.run
-        release = commit.ending is not None
-        try:
-            if commit.messages:
-                record = await repo.append_messages(
-                    run.conversation_id, commit.messages, run_id=run.run_id, release_lease=release
-                )
-            else:
-                record = await repo.get(run.conversation_id)
-                if record.lease_run_id != run.run_id:
-                    return LeaseLost(run.conversation_id, run.run_id)
-                if release:
-                    await repo.release_lease(run.conversation_id, run.run_id)
-        except StorageError as exc:
-            return exc
-        specs = commit.events(record)
-        numbered = [make_event(run.seq + i + 1, name, body) for i, (name, body) in enumerate(specs)]
-        if commit.ending is not None:
-            ending = commit.ending
-            await run_repo.finish(
-                run.run_id, ending.status, error_code=ending.error_code, usage=ending.usage
-            )
-        return numbered
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -333,6 +319,11 @@ class _Group:
     run: LiveRun
     events: list[RunEvent] = field(default_factory=list)
     commits: list[Commit] = field(default_factory=list)
+
+
+def _append(commit: Commit) -> RunAppend:
+    run = commit.run
+    return RunAppend(run.conversation_id, run.run_id, commit.messages, commit.ending is not None)
 
 
 def _notifications(run_ids: list[str]) -> list[str]:

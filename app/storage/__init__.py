@@ -19,8 +19,8 @@ from app.storage.errors import (
     is_transient,
 )
 from app.storage.records import ConversationRecord, ToolOutcome, utcnow
-from app.storage.repository import AbandonedRunHandler, ConversationRepository
-from app.storage.runs import EventRow, RunRecord, RunRepository, new_run_id
+from app.storage.repository import AbandonedRunHandler, ConversationRepository, RunAppend
+from app.storage.runs import EventRow, RunEnding, RunRecord, RunRepository, new_run_id
 
 __all__ = [
     "AbandonedRunHandler",
@@ -33,6 +33,8 @@ __all__ = [
     "InvalidCursor",
     "LeaseHeld",
     "LeaseLost",
+    "RunAppend",
+    "RunEnding",
     "RunNotFound",
     "RunRecord",
     "RunRepository",

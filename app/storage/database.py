@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import (
 
 from app.observability import metrics
 from app.settings import Settings
+from app.storage import sqlite_inline
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 _SQLITE_BEGIN = "parley_sqlite_begin"
@@ -51,8 +52,9 @@ class Database:
         options = dict(engine_options or {})
         if self.is_sqlite:
             _create_parent_directory(self.url)
-            self.engine = create_async_engine(self.url, **options)
-            _configure_sqlite(self.engine, busy_timeout_ms)
+            creator = sqlite_inline.connector(self.url.database or ":memory:", busy_timeout_ms)
+            self.engine = create_async_engine(self.url, async_creator=creator, **options)
+            _configure_sqlite(self.engine)
         else:
             self.engine = create_async_engine(self.url, **{"pool_pre_ping": True, **options})
         _count_pool_use(self.engine)
@@ -116,16 +118,18 @@ def _create_parent_directory(url: URL) -> None:
     Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
 
 
-def _configure_sqlite(engine: AsyncEngine, busy_timeout_ms: int) -> None:
-    """Pragmas on connect; SQLAlchemy (not the sqlite3 module) emits BEGIN, as IMMEDIATE."""
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    """Pragmas on connect; SQLAlchemy (not the sqlite3 module) emits BEGIN, as IMMEDIATE.
+
+    Connections come from ``sqlite_inline`` in autocommit mode, which hands transaction
+    control to the "begin" hook below (SQLAlchemy's documented recipe), and wait for other
+    processes' locks without blocking the loop.
+    """
 
     @event.listens_for(engine.sync_engine, "connect")
     def on_connect(dbapi_connection: Any, connection_record: Any) -> None:
-        # Hands transaction control to the "begin" hook below (SQLAlchemy's documented recipe).
-        dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         try:
-            cursor.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             cursor.execute("PRAGMA journal_mode = WAL")
             # WAL + NORMAL: no fsync per commit; a process crash loses nothing, a power cut
             # can lose the last commits (SQLite's recommended setting for WAL).

@@ -9,11 +9,14 @@ repository is made for one owner and every query it runs is scoped to that owner
 from __future__ import annotations
 
 import builtins
+from collections import defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from typing import Any
 
-from sqlalchemy import RowMapping, and_, delete, exists, insert, select, update
+from sqlalchemy import RowMapping, and_, bindparam, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.domain import AgentMessage, Message, MessageList
@@ -21,6 +24,7 @@ from app.storage.errors import (
     ConversationNotFound,
     LeaseHeld,
     LeaseLost,
+    StorageError,
     StoredDataError,
     VersionConflict,
 )
@@ -54,6 +58,76 @@ _ROW = select(
     .where(_M.conversation_id == _C.id, _M.pending_call_id.is_not(None))
     .label(_HAS_PENDING),
 )
+
+# The statements of the hot paths are built once, with bound parameters: SQLAlchemy then
+# reuses their compiled form without walking them again (building a statement per call
+# costs more than SQLite takes to run it). Each scoped pair is (system, one owner's).
+_KEY: Any = bindparam("key")
+_SCOPES = (_C.id == _KEY, and_(_C.id == _KEY, _C.owner == bindparam("of_owner")))
+Scoped = tuple[Any, Any]
+
+
+def _scoped(build: Callable[[Any], Any]) -> Scoped:
+    return build(_SCOPES[0]), build(_SCOPES[1])
+
+
+_GET = _scoped(lambda scope: _ROW.where(scope))
+_LOCK = _scoped(lambda scope: _ROW.where(scope).with_for_update(of=_CONVERSATIONS))
+_COUNT = _scoped(lambda scope: select(_C.message_count).where(scope))
+_RELEASE = _scoped(
+    lambda scope: (
+        update(_CONVERSATIONS).where(scope, _C.lease_run_id == bindparam("run")).values(_NO_LEASE)
+    )
+)
+_RENEW = _scoped(
+    lambda scope: (
+        update(_CONVERSATIONS)
+        .where(scope, _C.lease_run_id == bindparam("run"))
+        .values(lease_expires_at=bindparam("expires"))
+    )
+)
+_LOAD = (
+    select(_M.idx, _M.data)
+    .where(_M.conversation_id == _KEY, _M.idx >= bindparam("start"), _M.idx < bindparam("end"))
+    .order_by(_M.idx)
+)
+_INSERT_CONVERSATION = insert(_CONVERSATIONS)
+_INSERT_MESSAGES = insert(_MESSAGES)
+_LOCK_MANY = _ROW.where(_C.id.in_(bindparam("keys", expanding=True))).with_for_update(
+    of=_CONVERSATIONS
+)
+
+
+@cache
+def _change(columns: tuple[str, ...], returning: bool) -> Any:
+    """The UPDATE of a conversation (by ``key``) setting ``columns`` to ``new_<column>``."""
+    statement = (
+        update(_CONVERSATIONS)
+        .where(_C.id == _KEY)
+        .values({column: bindparam(f"new_{column}") for column in columns})
+    )
+    return statement.returning(*_CONVERSATIONS.c) if returning else statement
+
+
+def _new(values: Mapping[str, Any]) -> dict[str, Any]:
+    """``values`` as the parameters of ``_change``."""
+    return {f"new_{column}": value for column, value in values.items()}
+
+
+# What runs change of a conversation (``append_for_runs``: many in one statement).
+_RUN_COLUMNS = ("version", "updated_at", "message_count", "lease_run_id", "lease_expires_at")
+
+
+@dataclass(frozen=True)
+class RunAppend:
+    """What a run stores: its messages, at the end of its conversation; ``release_lease``
+    lets go of the run's lease in the same write (its ending)."""
+
+    conversation_id: str
+    run_id: str
+    messages: Sequence[Message] = ()
+    release_lease: bool = False
+
 
 AbandonedRunHandler = Callable[["ConversationRepository", str, str], Awaitable[None]]
 """Called as ``handler(repository, conversation_id, run_id)`` when a writer meets the expired
@@ -99,6 +173,12 @@ class ConversationRepository:
             return _C.id == key
         return and_(_C.id == key, _C.owner == self._owner)
 
+    def _scoped(self, statements: Scoped, key: str, **params: Any) -> Any:
+        """Execute the one of a scoped pair that fits this repository, for conversation ``key``."""
+        if self._owner is None:
+            return self._session.execute(statements[0], {"key": key, **params})
+        return self._session.execute(statements[1], {"key": key, "of_owner": self._owner, **params})
+
     def _owner_only(self) -> str:
         if self._owner is None:
             raise ValueError("this needs a repository made for an owner")
@@ -112,8 +192,7 @@ class ConversationRepository:
     async def get(self, conversation_id: str) -> ConversationRecord:
         """The conversation; ConversationNotFound if unknown, malformed, or not the owner's."""
         key = conversation_key(conversation_id)
-        result = await self._session.execute(_ROW.where(self._mine(key)))
-        row = result.mappings().one_or_none()
+        row = (await self._scoped(_GET, key)).mappings().one_or_none()
         if row is None:
             raise ConversationNotFound(conversation_id)
         return await self._record(row, row)
@@ -147,7 +226,7 @@ class ConversationRepository:
 
     async def _count(self, conversation_id: str) -> tuple[str, int]:
         key = conversation_key(conversation_id)
-        count = await self._session.scalar(select(_C.message_count).where(self._mine(key)))
+        count = (await self._scoped(_COUNT, key)).scalar()
         if count is None:
             raise ConversationNotFound(conversation_id)
         return key, count
@@ -156,11 +235,7 @@ class ConversationRepository:
         """Messages ``start`` to ``end`` (exclusive) of a conversation known to be visible."""
         if start >= end:
             return []
-        result = await self._session.execute(
-            select(_M.idx, _M.data)
-            .where(_M.conversation_id == key, _M.idx >= start, _M.idx < end)
-            .order_by(_M.idx)
-        )
+        result = await self._session.execute(_LOAD, {"key": key, "start": start, "end": end})
         messages: builtins.list[Message] = []
         for expected, (index, data) in enumerate(result, start):
             if index != expected:
@@ -193,9 +268,8 @@ class ConversationRepository:
             "message_count": len(rows),
             **_NO_LEASE,
         }
-        await self._session.execute(insert(_CONVERSATIONS).values(values))
-        if rows:
-            await self._session.execute(insert(_MESSAGES), rows)
+        await self._session.execute(_INSERT_CONVERSATION, values)
+        await self._insert_messages(list(rows))
         pending = tuple(r["pending_call_id"] for r in rows if r["pending_call_id"] is not None)
         return to_record(values, pending)
 
@@ -245,7 +319,7 @@ class ConversationRepository:
             record = await self._bump(row, rows, **changes, **lease)
         else:
             await self._session.execute(
-                update(_CONVERSATIONS).where(_C.id == row["id"]).values(lease)
+                _change(tuple(lease), False), {"key": row["id"], **_new(lease)}
             )
             record = await self._record({**row, **lease}, row)
         return record, MessageList(await self._load(record.id, 0, record.message_count))
@@ -271,8 +345,7 @@ class ConversationRepository:
                 .where(_M.conversation_id == key, _M.idx == index)
                 .values(data=data, pending_call_id=None)
             )
-        if rows:
-            await self._session.execute(insert(_MESSAGES), rows)
+        await self._insert_messages(list(rows))
         changes: dict[str, Any] = {"message_count": row["message_count"] + len(rows)}
         if config is not None:
             changes["config"] = dict(config)
@@ -299,10 +372,77 @@ class ConversationRepository:
         await check_new_pending(self._session, key, rows, completing=set())
         if not rows:
             return await self._record(row, row)
-        await self._session.execute(insert(_MESSAGES), rows)
+        await self._insert_messages(list(rows))
         changes = dict(_NO_LEASE) if release_lease and run_id is not None else {}
         count = row["message_count"] + len(rows)
         return await self._bump(row, rows, message_count=count, **changes)
+
+    async def append_for_runs(
+        self, appends: Sequence[RunAppend]
+    ) -> builtins.list[ConversationRecord | StorageError]:
+        """Store what many runs produced, in a few statements however many there are.
+
+        Each append is ``append_messages(..., run_id=..., release_lease=...)`` on its own (in
+        order; several may touch one conversation), except that the lease is let go even when
+        it brings no message. Its outcome is the record after it, or the StorageError that
+        kept it from being written (LeaseLost, ConversationNotFound, DuplicateToolCall).
+        """
+        keys = sorted({conversation_key(a.conversation_id) for a in appends})
+        result = await self._session.execute(_LOCK_MANY, {"keys": keys})
+        rows = {row["id"]: dict(row) for row in result.mappings()}
+        if self._owner is not None:
+            rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
+        pending: dict[str, builtins.list[str]] = defaultdict(list)
+        with_pending = [key for key, row in rows.items() if row[_HAS_PENDING]]
+        for key, ids in (await pending_ids(self._session, with_pending)).items():
+            pending[key].extend(ids)
+        now = self._now()
+        unstored: builtins.list[dict[str, Any]] = []
+        outcomes: builtins.list[ConversationRecord | StorageError] = []
+        touched: set[str] = set()
+        for append in appends:
+            key = conversation_key(append.conversation_id)
+            row = rows.get(key)
+            if row is None:
+                outcomes.append(ConversationNotFound(append.conversation_id))
+                continue
+            if row["lease_run_id"] != append.run_id:
+                outcomes.append(LeaseLost(key, append.run_id))
+                continue
+            added = message_rows(key, row["message_count"], append.messages)
+            calls = [r["pending_call_id"] for r in added if r["pending_call_id"]]
+            if calls:  # rare (client tool calls): check against what is stored so far
+                await self._insert_messages(unstored)
+                try:
+                    await check_new_pending(self._session, key, added, completing=set())
+                except StorageError as exc:
+                    outcomes.append(exc)
+                    continue
+            if added:
+                unstored.extend(added)
+                pending[key].extend(calls)
+                row.update(
+                    version=row["version"] + 1,
+                    updated_at=now,
+                    message_count=row["message_count"] + len(added),
+                )
+            if append.release_lease:
+                row.update(_NO_LEASE)
+            touched.add(key)
+            outcomes.append(to_record(row, tuple(pending[key])))
+        await self._insert_messages(unstored)
+        if touched:
+            changed = [
+                {"key": k, **{f"new_{c}": rows[k][c] for c in _RUN_COLUMNS}} for k in touched
+            ]
+            await self._session.execute(_change(_RUN_COLUMNS, False), changed)
+        return outcomes
+
+    async def _insert_messages(self, rows: builtins.list[dict[str, Any]]) -> None:
+        """Insert ``rows`` (and empty the list)."""
+        if rows:
+            await self._session.execute(_INSERT_MESSAGES, rows)
+            rows.clear()
 
     async def clear(
         self, conversation_id: str, expected_version: int | None = None
@@ -368,7 +508,7 @@ class ConversationRepository:
         now = self._now()
         values = {"lease_run_id": run_id, "lease_expires_at": now + _ttl(ttl_seconds)}
         await self._session.execute(
-            update(_CONVERSATIONS).where(self._mine(row["id"])).values(values)
+            _change(tuple(values), False), {"key": row["id"], **_new(values)}
         )
         return await self._record({**row, **values}, row)
 
@@ -377,28 +517,23 @@ class ConversationRepository:
 
         A holder whose lease expired keeps it until someone else takes it or writes past it.
         """
-        result = await self._session.execute(
-            update(_CONVERSATIONS)
-            .where(self._mine(conversation_key(conversation_id)), _C.lease_run_id == run_id)
-            .values(lease_expires_at=self._now() + _ttl(ttl_seconds))
-            .returning(_C.id)
+        result = await self._scoped(
+            _RENEW,
+            conversation_key(conversation_id),
+            run=run_id,
+            expires=self._now() + _ttl(ttl_seconds),
         )
-        return result.first() is not None
+        return bool(result.rowcount)
 
     async def release_lease(self, conversation_id: str, run_id: str) -> None:
         """Let go of the lease if ``run_id`` holds it; otherwise do nothing."""
-        await self._session.execute(
-            update(_CONVERSATIONS)
-            .where(self._mine(conversation_key(conversation_id)), _C.lease_run_id == run_id)
-            .values(_NO_LEASE)
-        )
+        await self._scoped(_RELEASE, conversation_key(conversation_id), run=run_id)
 
     # --- internals ----------------------------------------------------------------------------
 
     async def _locked_row(self, conversation_id: str) -> RowMapping:
         key = conversation_key(conversation_id)
-        query = _ROW.where(self._mine(key)).with_for_update(of=_CONVERSATIONS)
-        row = (await self._session.execute(query)).mappings().one_or_none()
+        row: RowMapping | None = (await self._scoped(_LOCK, key)).mappings().one_or_none()
         if row is None:
             raise ConversationNotFound(conversation_id)
         return row
@@ -445,12 +580,9 @@ class ConversationRepository:
         self, row: RowMapping, added: Sequence[dict[str, Any]] = (), **values: Any
     ) -> ConversationRecord:
         """Change the locked ``row``, one version up; ``added``: the message rows just added."""
-        result = await self._session.execute(
-            update(_CONVERSATIONS)
-            .where(self._mine(row["id"]))
-            .values(version=row["version"] + 1, updated_at=self._now(), **values)
-            .returning(*_CONVERSATIONS.c)
-        )
+        values = {"version": row["version"] + 1, "updated_at": self._now(), **values}
+        statement = _change(tuple(values), True)
+        result = await self._session.execute(statement, {"key": row["id"], **_new(values)})
         return await self._record(result.mappings().one(), row, added)
 
     async def _record(

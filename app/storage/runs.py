@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.storage.errors import ConversationNotFound, RunNotFound
@@ -67,6 +67,43 @@ class EventRow:
         return self.seq + self.count - 1
 
 
+@dataclass(frozen=True)
+class RunEnding:
+    """How a run ended, for its row."""
+
+    run_id: str
+    status: str
+    error_code: str | None = None
+    usage: Mapping[str, Any] | None = None
+
+
+# A run's ending, for many runs in one statement; a finished run keeps its first ending.
+_FINISH = (
+    update(RUNS)
+    .where(_R.id == bindparam("run"), _R.finished_at.is_(None))
+    .values(
+        status=bindparam("new_status"),
+        error_code=bindparam("new_error_code"),
+        usage=bindparam("new_usage"),
+        finished_at=bindparam("new_finished_at"),
+    )
+)
+
+
+# Built once (see app/storage/repository.py): the statements every run or flush runs.
+_INSERT_RUN = insert(RUNS)
+_INSERT_EVENTS = insert(RUN_EVENTS)
+_CANCEL_REQUESTED = select(_R.id).where(
+    _R.id.in_(bindparam("ids", expanding=True)), _R.cancel_requested.is_(True)
+)
+_RENEW_LEASES = (
+    update(CONVERSATIONS)
+    .where(_C.lease_run_id.in_(bindparam("ids", expanding=True)))
+    .values(lease_expires_at=bindparam("expires"))
+    .returning(_C.lease_run_id)
+)
+
+
 def new_run_id() -> str:
     """A fresh run id: a random UUID as 32 lowercase hex digits."""
     return uuid.uuid4().hex
@@ -105,7 +142,7 @@ class RunRepository:
             "created_at": utcnow(),
             "finished_at": None,
         }
-        await self._session.execute(insert(RUNS).values(values))
+        await self._session.execute(_INSERT_RUN, values)
         return _record(values)
 
     async def get(
@@ -147,16 +184,25 @@ class RunRepository:
         usage: Mapping[str, Any] | None = None,
     ) -> None:
         """Record how the run ended (once: a finished run keeps its first ending)."""
-        await self._session.execute(
-            update(RUNS)
-            .where(_R.id == run_id, _R.finished_at.is_(None))
-            .values(
-                status=status,
-                error_code=error_code,
-                usage=dict(usage) if usage is not None else None,
-                finished_at=utcnow(),
+        await self.finish_many([RunEnding(run_id, status, error_code, usage)])
+
+    async def finish_many(self, endings: Sequence[RunEnding]) -> None:
+        """``finish`` for many runs, in one statement."""
+        if endings:
+            now = utcnow()
+            await self._session.execute(
+                _FINISH,
+                [
+                    {
+                        "run": e.run_id,
+                        "new_status": e.status,
+                        "new_error_code": e.error_code,
+                        "new_usage": dict(e.usage) if e.usage is not None else None,
+                        "new_finished_at": now,
+                    }
+                    for e in endings
+                ],
             )
-        )
 
     async def request_cancel(self, run_id: str) -> None:
         """Mark the run for cancelling; on PostgreSQL also tell every process at commit."""
@@ -172,9 +218,7 @@ class RunRepository:
         ids = list(run_ids)
         if not ids:
             return set()
-        result = await self._session.execute(
-            select(_R.id).where(_R.id.in_(ids), _R.cancel_requested.is_(True))
-        )
+        result = await self._session.execute(_CANCEL_REQUESTED, {"ids": ids})
         return set(result.scalars())
 
     async def running(self, conversation_id: str) -> RunRecord | None:
@@ -213,11 +257,9 @@ class RunRepository:
         """Extend the leases these runs hold, in one statement; the ids that still hold one."""
         if not run_ids:
             return set()
+        expires = datetime.now(UTC) + timedelta(seconds=ttl_seconds)
         result = await self._session.execute(
-            update(CONVERSATIONS)
-            .where(_C.lease_run_id.in_(list(run_ids)))
-            .values(lease_expires_at=datetime.now(UTC) + timedelta(seconds=ttl_seconds))
-            .returning(_C.lease_run_id)
+            _RENEW_LEASES, {"ids": list(run_ids), "expires": expires}
         )
         return {run_id for run_id in result.scalars() if run_id is not None}
 
@@ -227,7 +269,7 @@ class RunRepository:
         """Append event rows (of any runs) in one statement."""
         if rows:
             await self._session.execute(
-                insert(RUN_EVENTS),
+                _INSERT_EVENTS,
                 [
                     {
                         "run_id": r.run_id,

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from app.domain import MessageList
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
 
 
-async def test_sqlite_connections_use_wal_a_busy_timeout_and_foreign_keys(tmp_path: Path) -> None:
+async def test_sqlite_connections_use_wal_and_foreign_keys_and_wait_in_the_driver(
+    tmp_path: Path,
+) -> None:
     database = Database(f"sqlite+aiosqlite:///{tmp_path}/pragmas.db")
     try:
         async with database.session() as session:
@@ -23,7 +27,63 @@ async def test_sqlite_connections_use_wal_a_busy_timeout_and_foreign_keys(tmp_pa
             ]
     finally:
         await database.dispose()
-    assert pragmas == ["wal", 5000, 1]
+    # No busy timeout in SQLite itself: it would block the event loop (sqlite_inline waits).
+    assert pragmas == ["wal", 0, 1]
+
+
+async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "locked.db"
+    database = Database(f"sqlite+aiosqlite:///{path}")
+    other = sqlite3.connect(path, isolation_level=None)  # "another process"
+    try:
+        async with database.transaction() as session:
+            await session.execute(text("CREATE TABLE t (x INTEGER)"))
+        other.execute("BEGIN IMMEDIATE")
+        ticks = 0
+
+        async def tick() -> None:
+            nonlocal ticks
+            while True:
+                await asyncio.sleep(0.005)
+                ticks += 1
+
+        async def write() -> None:
+            async with database.transaction() as session:
+                await session.execute(text("INSERT INTO t VALUES (1)"))
+
+        ticker = asyncio.create_task(tick())
+        writer = asyncio.create_task(write())
+        await asyncio.sleep(0.3)
+        assert not writer.done()  # waiting for the lock...
+        assert ticks >= 20  # ...while the loop goes on
+        other.execute("COMMIT")
+        await asyncio.wait_for(writer, 2)
+        ticker.cancel()
+        assert other.execute("SELECT count(*) FROM t").fetchone() == (1,)
+    finally:
+        other.close()
+        await database.dispose()
+
+
+async def test_a_lock_held_past_the_busy_timeout_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "stuck.db"
+    database = Database(f"sqlite+aiosqlite:///{path}", busy_timeout_ms=200)
+    other = sqlite3.connect(path, isolation_level=None)
+    try:
+        async with database.transaction() as session:
+            await session.execute(text("CREATE TABLE t (x INTEGER)"))
+        other.execute("BEGIN IMMEDIATE")
+        with pytest.raises(OperationalError, match="locked"):
+            async with database.transaction() as session:
+                await session.execute(text("INSERT INTO t VALUES (1)"))
+        other.execute("ROLLBACK")
+        async with database.transaction() as session:  # the connection is still good
+            await session.execute(text("INSERT INTO t VALUES (2)"))
+    finally:
+        other.close()
+        await database.dispose()
 
 
 async def test_the_sqlite_directory_is_created_on_demand(tmp_path: Path) -> None:

@@ -6,8 +6,15 @@ from datetime import timedelta
 
 import pytest
 
-from app.domain import AgentMessage, MessageList, Role, TextMessage
-from app.storage import ConversationRecord, LeaseHeld, LeaseLost
+from app.domain import AgentMessage, MessageList, Role, TextMessage, ToolCallMessage
+from app.storage import (
+    ConversationNotFound,
+    ConversationRecord,
+    DuplicateToolCall,
+    LeaseHeld,
+    LeaseLost,
+    RunAppend,
+)
 from tests.storage.storage_support import FakeClock, Store
 
 TTL = 30.0
@@ -143,3 +150,52 @@ async def test_the_runs_last_messages_release_its_lease_in_the_same_write(store:
     assert stored.version == record.version + 1
     again = await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
     assert again.lease_run_id == "run-2"
+
+
+async def test_runs_append_in_one_go_each_checked_on_its_own(
+    store: Store, clock: FakeClock
+) -> None:
+    first, second, lost = [await running(store, f"run-{n}") for n in "123"]
+    clock.advance(1)
+    reply = TextMessage("a reply", Role.ASSISTANT)
+
+    outcomes = await store(
+        lambda r: r.append_for_runs(
+            [
+                RunAppend(first.id, "run-1", [reply]),
+                RunAppend(second.id, "run-2", [reply], release_lease=True),
+                RunAppend(lost.id, "run-9", [reply]),  # not the holder
+                RunAppend(first.id, "run-1", [reply, reply], release_lease=True),
+                RunAppend("0" * 32, "run-1", [reply]),
+            ]
+        )
+    )
+
+    one, two, refused, one_again, missing = outcomes
+    assert isinstance(one, ConversationRecord) and isinstance(one_again, ConversationRecord)
+    assert (one.version, one.message_count, one.lease_run_id) == (2, 2, "run-1")
+    assert (one_again.version, one_again.message_count, one_again.lease_run_id) == (3, 4, None)
+    assert isinstance(two, ConversationRecord) and two.lease_run_id is None
+    assert isinstance(refused, LeaseLost) and isinstance(missing, ConversationNotFound)
+    assert await store(lambda r: r.get(first.id)) == one_again
+    assert await store(lambda r: r.get(second.id)) == two
+    untouched = await store(lambda r: r.get(lost.id))
+    assert (untouched.version, untouched.message_count, untouched.lease_run_id) == (1, 1, "run-3")
+    stored = await store(lambda r: r.load_messages(first.id))
+    assert list(stored)[1:] == [reply, reply, reply]
+
+
+async def test_runs_append_client_tool_calls_once(store: Store) -> None:
+    record = await running(store)
+    call = ToolCallMessage("lookup", "call-1", {"q": "x"}, pending=True)
+
+    first, again = await store(
+        lambda r: r.append_for_runs(
+            [RunAppend(record.id, "run-1", [call]), RunAppend(record.id, "run-1", [call])]
+        )
+    )
+
+    assert isinstance(first, ConversationRecord) and first.pending_tool_call_ids == ("call-1",)
+    assert isinstance(again, DuplicateToolCall)
+    after = await store(lambda r: r.get(record.id))
+    assert after.pending_tool_call_ids == ("call-1",) and after.message_count == 2
