@@ -112,10 +112,6 @@ def first_token(provider: str, seconds: float) -> None:
     FIRST_TOKEN.labels(provider).observe(seconds)
 
 
-def token_gap(provider: str, seconds: float) -> None:
-    TOKEN_GAP.labels(provider).observe(seconds)
-
-
 def output_tokens(provider: str, n: int) -> None:
     if n > 0:
         OUTPUT_TOKENS.labels(provider).inc(n)
@@ -156,13 +152,16 @@ class TokenClock:
     def block_start(self) -> None:
         self.last = None
 
+    def __post_init__(self) -> None:
+        self._gaps = TOKEN_GAP.labels(self.provider)  # looked up once: ``delta`` runs per token
+
     def delta(self) -> None:
         now = time.monotonic()
         if not self.seen_first:
             self.seen_first = True
             first_token(self.provider, now - self.started)
         elif self.last is not None:
-            token_gap(self.provider, now - self.last)
+            self._gaps.observe(now - self.last)
         self.last = now
 
 

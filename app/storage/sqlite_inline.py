@@ -11,6 +11,8 @@ The one wait that could block the loop is SQLite's lock, held by another process
 are opened with no busy timeout, and a statement refused as busy is retried after an
 ``asyncio.sleep`` (backing off to 50 ms) until ``busy_timeout`` has passed, then the error is
 raised as SQLite's would be. A busy statement did nothing, so running it again is safe.
+The one long statement Parley runs, inserting an imported conversation's messages, goes to a
+thread (``MANY_ROWS``), where SQLite lets go of the GIL while it works.
 """
 
 from __future__ import annotations
@@ -18,32 +20,39 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Awaitable, Callable, Generator, Iterable
+from functools import partial
 from typing import Any, Generic, TypeVar
 
 T = TypeVar("T")
 
+MANY_ROWS = 200
+"""An ``executemany`` of more rows runs on a thread: the loop serves others meanwhile."""
 _FIRST_WAIT = 0.001
 _LONGEST_WAIT = 0.05
 
 
-async def _patiently(busy_timeout: float, call: Callable[[], T]) -> T:
-    """``call()``, retried while SQLite says the database is busy (at most ``busy_timeout``)."""
-    try:
-        return call()
-    except sqlite3.OperationalError as exc:
-        if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
-            raise
-    deadline = time.monotonic() + busy_timeout
+async def _patiently(busy_timeout: float, call: Callable[[], Awaitable[T]]) -> T:
+    """``await call()``, again while SQLite says the database is busy (up to ``busy_timeout``)."""
+    deadline: float | None = None
     wait = _FIRST_WAIT
     while True:
-        await asyncio.sleep(wait)
         try:
-            return call()
+            return await call()
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() >= deadline:
+            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
                 raise
+            now = time.monotonic()
+            deadline = deadline or now + busy_timeout
+            if now >= deadline:
+                raise
+        await asyncio.sleep(wait)
         wait = min(wait * 2, _LONGEST_WAIT)
+
+
+async def _at_once(function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)``, on the loop's thread."""
+    return function(*args)
 
 
 class _Ready(Generic[T]):
@@ -71,12 +80,16 @@ class Cursor:
         self._busy_timeout = busy_timeout
 
     async def execute(self, sql: str, parameters: Any = ()) -> Cursor:
-        await _patiently(self._busy_timeout, lambda: self._cursor.execute(sql, parameters))
+        await _patiently(
+            self._busy_timeout, partial(_at_once, self._cursor.execute, sql, parameters)
+        )
         return self
 
     async def executemany(self, sql: str, parameters: Iterable[Any]) -> Cursor:
         rows = list(parameters)  # a retry must see every row again
-        await _patiently(self._busy_timeout, lambda: self._cursor.executemany(sql, rows))
+        # An import is long enough to be worth a thread; anything else runs at once.
+        run = asyncio.to_thread if len(rows) > MANY_ROWS else _at_once
+        await _patiently(self._busy_timeout, partial(run, self._cursor.executemany, sql, rows))
         return self
 
     async def fetchone(self) -> Any:
@@ -147,7 +160,7 @@ class Connection:
         return await Cursor(self._conn.cursor(), self._busy_timeout).execute(sql, parameters)
 
     async def commit(self) -> None:
-        await _patiently(self._busy_timeout, self._conn.commit)
+        await _patiently(self._busy_timeout, partial(_at_once, self._conn.commit))
 
     async def rollback(self) -> None:
         self._conn.rollback()
