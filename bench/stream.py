@@ -63,8 +63,10 @@ def serve_uvicorn(
     target: str, port: int, env: dict[str, str], factory: bool, profile: str | None = None
 ) -> subprocess.Popen[bytes]:
     """uvicorn, one worker; under ``py-spy record`` (collapsed stacks to ``profile``) if set."""
-    spy = [str(Path(PY).parent / "py-spy"), "record", "--nonblocking", "--gil", "-r", "1000", "-f", "raw", "-o", profile]
-    args = [*([*spy, "--"] if profile else []), PY, *(["/tmp/cprof_uvicorn.py"] if os.environ.get("CPROF") and factory else ["-m", "uvicorn"]), target]
+    # --gil: only samples holding the GIL (the CPU); --nonblocking: the worker is not paused.
+    spy = [str(Path(PY).parent / "py-spy"), "record", "--nonblocking", "--gil", "-r", "200"]
+    spy += ["-f", "raw", "-o", str(profile)]
+    args = [*([*spy, "--"] if profile else []), PY, "-m", "uvicorn", target]
     args += ["--host", "127.0.0.1", "--port", str(port)]
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
     if factory:
@@ -189,15 +191,10 @@ class Bench:
             [calls[i :: self.clients] for i in range(self.clients)] if not sequential else [calls]
         )
         go_at = time.monotonic() + 0.5
-        cprof = os.environ.get("CPROF") and target.startswith("parley") and scenario != "first_token"
-        if cprof:
-            os.kill(self.pids[target], signal.SIGUSR1)
         with peak_rss(self.pids.get(target)) as peak:
             parts = self.pool.map(
                 run_streams, [(share, go_at, sequential) for share in shares if share]
             )
-        if cprof:
-            os.kill(self.pids[target], signal.SIGUSR2)
         records = [r for part in parts for r in part]
         return summarize(records, tokens, go_at, peak[0], peak[1])
 
@@ -261,7 +258,8 @@ def table(results: list[dict[str, Any]]) -> str:
         lines.append(
             f"| {r['scenario']} | {r['provider']} | {r['target']} | {m['tok_s']:,.0f} | "
             f"{m['first_p50_ms']:.1f} | {m['first_p99_ms']:.1f} | {m['gap_p99_ms']:.1f} | "
-            f"{m['rss_mb']:.0f} | {m['cpu_s']:.2f} | {'yes' if m['ok'] else 'NO ' + '; '.join(m['errors'])} |"
+            f"{m['rss_mb']:.0f} | {m['cpu_s']:.2f} | "
+            f"{'yes' if m['ok'] else 'NO ' + '; '.join(m['errors'])} |"
         )
     return "\n".join(lines)
 
