@@ -7,6 +7,7 @@ concurrent writers wait their turn.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -26,6 +28,8 @@ from app.settings import Settings
 from app.storage import sqlite_inline
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
+IDLE_PING_SECONDS = 10.0
+"""A pooled PostgreSQL connection idle this long is pinged before it is used again."""
 _SQLITE_BEGIN = "parley_sqlite_begin"
 
 
@@ -56,7 +60,8 @@ class Database:
             self.engine = create_async_engine(self.url, async_creator=creator, **options)
             _configure_sqlite(self.engine)
         else:
-            self.engine = create_async_engine(self.url, **{"pool_pre_ping": True, **options})
+            self.engine = create_async_engine(self.url, **options)
+            _ping_idle_connections(self.engine)
         _count_pool_use(self.engine)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         read_engine = (
@@ -103,6 +108,26 @@ class Database:
 
     def __repr__(self) -> str:
         return f"Database({self.url.render_as_string(hide_password=True)!r})"
+
+
+def _ping_idle_connections(engine: AsyncEngine) -> None:
+    """Ping a pooled connection at checkout when it sat idle ``IDLE_PING_SECONDS`` or more: one
+    that died meanwhile (the server restarted) is replaced before use. ``pool_pre_ping`` pings
+    at every checkout, a round trip per transaction; a busy pool's connections never idle."""
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def on_checkin(dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is None or time.monotonic() - idle_since < IDLE_PING_SECONDS:
+            return
+        try:
+            dbapi_connection.ping()
+        except Exception as exc:
+            raise DisconnectionError("a pooled connection died while idle") from exc
 
 
 def _count_pool_use(engine: AsyncEngine) -> None:

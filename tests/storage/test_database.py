@@ -7,12 +7,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import NullPool, text
 from sqlalchemy.exc import OperationalError
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.domain import MessageList
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
+from app.storage import database as database_module
 
 
 async def test_sqlite_connections_use_wal_and_foreign_keys_and_wait_in_the_driver(
@@ -141,3 +143,21 @@ async def test_a_session_left_with_an_error_rolls_back(database: Database) -> No
             raise RuntimeError("boom")
     async with database.session() as session:
         assert await ConversationRepository(session, owner="alice").list(10) == ([], None)
+
+
+async def test_a_pooled_connection_that_died_while_idle_is_replaced(
+    database: Database, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if backend != "postgres":
+        pytest.skip("SQLite connections do not die with a server")
+    monkeypatch.setattr(database_module, "IDLE_PING_SECONDS", 0.0)
+    async with database.session() as session:
+        pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+    killer = create_async_engine(database.url, poolclass=NullPool)  # not from the pool
+    async with killer.connect() as other:
+        await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    await killer.dispose()
+    # The pooled connection is dead: the next sessions still work, on a new connection.
+    for _ in range(3):
+        async with database.session() as session:
+            assert (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one() != pid
