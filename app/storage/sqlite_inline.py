@@ -40,7 +40,7 @@ async def _patiently(busy_timeout: float, call: Callable[[], Awaitable[T]]) -> T
         try:
             return await call()
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY:
+            if exc.sqlite_errorcode & 0xFF != sqlite3.SQLITE_BUSY:  # any SQLITE_BUSY_* too
                 raise
             now = time.monotonic()
             deadline = deadline or now + busy_timeout
