@@ -1,5 +1,9 @@
 """The database handle: one AsyncEngine and its sessions, for SQLite (aiosqlite) or PostgreSQL.
 
+A session here is one pooled ``AsyncConnection`` in a transaction: Parley runs Core statements
+only, and the ORM's ``Session`` in between cost more Python per statement than SQLite takes to
+run one (a run's start: about 7% of its CPU, measured in docs/performance.md).
+
 Imports SQLAlchemy, app.settings and app.observability (pool metrics). SQLite is set up so that
 concurrent writers wait their turn.
 """
@@ -16,12 +20,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.exc import DisconnectionError
-from sqlalchemy.ext.asyncio import (
-    AsyncEngine,
-    AsyncSession,
-    async_sessionmaker,
-    create_async_engine,
-)
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.observability import metrics
 from app.settings import Settings
@@ -63,13 +62,11 @@ class Database:
             self.engine = create_async_engine(self.url, **options)
             _ping_idle_connections(self.engine)
         _count_pool_use(self.engine)
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        read_engine = (
+        self._read_engine = (
             self.engine.execution_options(**{_SQLITE_BEGIN: "BEGIN"})
             if self.is_sqlite
             else self.engine
         )
-        self._read_sessions = async_sessionmaker(read_engine, expire_on_commit=False)
         # SQLite has one writer at a time. Writers of this process queue here, in order,
         # instead of in SQLite's busy handler, which sleeps up to 100 ms between tries and
         # gives up after the busy timeout; other processes still wait on the busy timeout.
@@ -81,22 +78,23 @@ class Database:
         return cls(settings.database_url)
 
     @asynccontextmanager
-    async def session(self, *, readonly: bool = False) -> AsyncIterator[AsyncSession]:
-        """A session; the caller commits (``await session.commit()``), else it rolls back.
+    async def session(self, *, readonly: bool = False) -> AsyncIterator[AsyncConnection]:
+        """A connection whose first statement begins a transaction; the caller commits
+        (``await session.commit()``), else it rolls back when the block ends.
 
         ``readonly=True`` is for sessions that only read: on SQLite they do not queue behind
         writers. Do not write in one: a read transaction cannot always become a write one.
         """
-        factory = self._read_sessions if readonly else self._sessions
+        engine = self._read_engine if readonly else self.engine
         if readonly or self._write_lock is None:
-            async with factory() as session:  # closing it rolls back what was not committed
+            async with engine.connect() as session:  # closing it rolls back what is uncommitted
                 yield session
             return
-        async with self._write_lock, factory() as session:
+        async with self._write_lock, engine.connect() as session:
             yield session
 
     @asynccontextmanager
-    async def transaction(self) -> AsyncIterator[AsyncSession]:
+    async def transaction(self) -> AsyncIterator[AsyncConnection]:
         """A session that commits when the block ends without an error, else rolls back."""
         async with self.session() as session:
             yield session

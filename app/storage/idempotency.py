@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import ColumnElement, and_, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.storage.tables import IDEMPOTENCY_KEYS as _T
 
@@ -43,7 +43,7 @@ class KeyRef:
 class IdempotencyRepository:
     """The idempotency keys, for one session."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
 
     async def claim(

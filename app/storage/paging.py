@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import RowMapping, Table, and_, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.storage.records import decode_cursor, encode_cursor
 
 
 async def newest_first(
-    session: AsyncSession, table: Table, where: Any, limit: int, cursor: str | None
+    session: AsyncConnection, table: Table, where: Any, limit: int, cursor: str | None
 ) -> tuple[Sequence[RowMapping], str | None]:
     """A page of ``table``'s rows matching ``where``, newest first (keyset pagination on
     ``(created_at, id)``), and the cursor of the next page."""

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import ToolCallMessage
 from app.storage.errors import StoredDataError, ToolCallNotPending
@@ -20,7 +20,7 @@ from app.storage.tables import MESSAGES
 _M = MESSAGES.c
 
 
-async def pending_ids(session: AsyncSession, keys: Sequence[str]) -> dict[str, tuple[str, ...]]:
+async def pending_ids(session: AsyncConnection, keys: Sequence[str]) -> dict[str, tuple[str, ...]]:
     """The pending call ids of each conversation, in message order."""
     if not keys:
         return {}
@@ -38,7 +38,7 @@ async def pending_ids(session: AsyncSession, keys: Sequence[str]) -> dict[str, t
 
 
 async def completions_for(
-    session: AsyncSession, key: str, outcomes: Sequence[ToolOutcome]
+    session: AsyncConnection, key: str, outcomes: Sequence[ToolOutcome]
 ) -> list[tuple[str, int, str]]:
     """(tool_call_id, index, completed JSON) per outcome; ToolCallNotPending if one is not."""
     if not outcomes:
@@ -64,7 +64,7 @@ async def completions_for(
 
 
 async def check_new_pending(
-    session: AsyncSession, key: str, rows: Sequence[dict[str, Any]], completing: set[str]
+    session: AsyncConnection, key: str, rows: Sequence[dict[str, Any]], completing: set[str]
 ) -> None:
     new_ids = [r["pending_call_id"] for r in rows if r["pending_call_id"] is not None]
     if not new_ids:

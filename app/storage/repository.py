@@ -17,7 +17,7 @@ from functools import cache
 from typing import Any
 
 from sqlalchemy import RowMapping, and_, bindparam, delete, exists, insert, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import AgentMessage, Message, MessageList
 from app.storage.errors import (
@@ -136,7 +136,7 @@ still append and release); the lease is released afterwards in any case."""
 
 
 class ConversationRepository:
-    """Reads and changes conversations through one AsyncSession, which the caller commits.
+    """Reads and changes conversations through one AsyncConnection, which the caller commits.
 
     Every change takes the conversation's row lock (``SELECT ... FOR UPDATE`` on PostgreSQL, the
     database write lock that ``Database`` sessions take up front on SQLite), checks, then writes;
@@ -146,7 +146,7 @@ class ConversationRepository:
 
     def __init__(
         self,
-        session: AsyncSession,
+        session: AsyncConnection,
         *,
         owner: str | None,
         clock: Callable[[], datetime] = utcnow,
@@ -158,7 +158,7 @@ class ConversationRepository:
         self._on_abandoned_run = on_abandoned_run
 
     @property
-    def session(self) -> AsyncSession:
+    def session(self) -> AsyncConnection:
         """The session this repository works in (for other repositories of the same use case)."""
         return self._session
 

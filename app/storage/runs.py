@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
-from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.storage.errors import ConversationNotFound, RunNotFound
 from app.storage.paging import newest_first
@@ -118,11 +118,11 @@ def run_key(run_id: str) -> str:
 
 
 class RunRepository:
-    """Reads and changes runs and their events through one AsyncSession (the caller commits)."""
+    """Reads and changes runs and their events through one AsyncConnection (the caller commits)."""
 
-    def __init__(self, session: AsyncSession) -> None:
+    def __init__(self, session: AsyncConnection) -> None:
         self._session = session
-        self._postgres = session.get_bind().dialect.name == "postgresql"
+        self._postgres = session.dialect.name == "postgresql"
 
     # --- runs ---------------------------------------------------------------------------------
 
