@@ -12,8 +12,8 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import convert
-from app.api.deps import ConversationsDep, IfMatchDep, ServicesDep
-from app.api.idempotency import IdempotencyDep, IdempotencyKeyHeader, idempotent
+from app.api.deps import CallerDep, IfMatchDep
+from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
 from app.runs.conversations import ConversationService
 from app.runs.services import Services
@@ -27,16 +27,18 @@ IdPath = Annotated[str, Path(description="The conversation id.")]
 async def create_conversation(
     request: Request,
     body: ConversationCreate,
-    conversations: ConversationsDep,
-    services: ServicesDep,
-    idempotency: IdempotencyDep,
+    caller: CallerDep,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Create a conversation, optionally with a system prompt, a config, metadata, and
     messages to load in the serialized format (what `GET …/messages` returns). With
     `Idempotency-Key`, a retry gets the conversation the first request created."""
+    conversations, services = caller.conversations(), caller.services
     return await idempotent(
-        request, idempotency_key, idempotency, lambda: _create(body, conversations, services)
+        request,
+        idempotency_key,
+        caller.idempotency(),
+        lambda: _create(body, conversations, services),
     )
 
 
@@ -57,30 +59,30 @@ async def _create(
 
 @router.get("", response_model=ConversationPage)
 async def list_conversations(
-    conversations: ConversationsDep,
-    services: ServicesDep,
+    caller: CallerDep,
     limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
     cursor: Annotated[str | None, Query(description="From the previous page.")] = None,
 ) -> ConversationPage:
     """Your conversations, newest first, a page at a time."""
-    size = min(limit or services.settings.page_size, services.settings.max_page_size)
-    views, next_cursor = await conversations.list(size, cursor)
+    settings = caller.services.settings
+    size = min(limit or settings.page_size, settings.max_page_size)
+    views, next_cursor = await caller.conversations().list(size, cursor)
     return ConversationPage(
         items=[convert.conversation_out(v) for v in views], next_cursor=next_cursor
     )
 
 
 @router.get("/{conversation_id}", response_model=ConversationOut)
-async def get_conversation(conversation_id: IdPath, conversations: ConversationsDep) -> Response:
+async def get_conversation(conversation_id: IdPath, caller: CallerDep) -> Response:
     """A conversation's config, status, message count and version (also its `ETag`)."""
-    out = convert.conversation_out(await conversations.get(conversation_id))
+    out = convert.conversation_out(await caller.conversations().get(conversation_id))
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 
 
 @router.delete("/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT)
-async def delete_conversation(conversation_id: IdPath, conversations: ConversationsDep) -> Response:
+async def delete_conversation(conversation_id: IdPath, caller: CallerDep) -> Response:
     """Delete a conversation and its messages (409 while a run holds it)."""
-    await conversations.delete(conversation_id)
+    await caller.conversations().delete(conversation_id)
     return Response(status_code=204)
 
 
@@ -89,10 +91,8 @@ async def post_delta(
     request: Request,
     conversation_id: IdPath,
     body: DeltaBundle,
-    conversations: ConversationsDep,
-    services: ServicesDep,
+    caller: CallerDep,
     expected_version: IfMatchDep,
-    idempotency: IdempotencyDep,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Apply a delta bundle — new messages (`system`, `user`, `assistant`; `tool` results
@@ -101,18 +101,19 @@ async def post_delta(
     retry gets the first result and appends nothing."""
 
     async def apply() -> Response:
-        delta = convert.delta(body, services.settings)
-        view = await conversations.apply_delta(conversation_id, delta, expected_version)
+        delta = convert.delta(body, caller.services.settings)
+        view = await caller.conversations().apply_delta(conversation_id, delta, expected_version)
         out = convert.conversation_out(view)
         return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 
-    return await idempotent(request, idempotency_key, idempotency, apply)
+    return await idempotent(request, idempotency_key, caller.idempotency(), apply)
 
 
 @router.post("/{conversation_id}/clear", response_model=ConversationOut)
 async def clear_conversation(
-    conversation_id: IdPath, conversations: ConversationsDep, expected_version: IfMatchDep
+    conversation_id: IdPath, caller: CallerDep, expected_version: IfMatchDep
 ) -> Response:
     """Remove every message except the system prompt."""
-    out = convert.conversation_out(await conversations.clear(conversation_id, expected_version))
+    cleared = await caller.conversations().clear(conversation_id, expected_version)
+    out = convert.conversation_out(cleared)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))

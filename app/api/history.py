@@ -13,7 +13,7 @@ from fastapi import APIRouter, Path, Query, status
 from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
-from app.api.deps import ConversationsDep, HistoryDep, IfMatchDep
+from app.api.deps import CallerDep, IfMatchDep
 from app.api.history_schemas import (
     AnthropicMessagesOut,
     ForkIn,
@@ -50,7 +50,7 @@ def _created(view: ConversationView) -> JSONResponse:
 @router.post("/import", status_code=status.HTTP_201_CREATED, response_model=ConversationOut)
 async def import_conversation(
     body: ImportIn,
-    history: HistoryDep,
+    caller: CallerDep,
     format: Annotated[
         Literal["openai", "anthropic"],
         Query(description="The shape of the body: `openai` or `anthropic`."),
@@ -65,7 +65,7 @@ async def import_conversation(
             errors=[{"loc": ["body", "system"], "msg": "not in this format", "type": "extra"}],
         )
     document: dict[str, Any] = {"messages": body.messages, "system": body.system}
-    view = await history.import_document(
+    view = await caller.history().import_document(
         format, document, convert.config_patch(body.config), body.metadata
     )
     return _created(view)
@@ -75,21 +75,21 @@ async def import_conversation(
     "/{conversation_id}/fork", status_code=status.HTTP_201_CREATED, response_model=ConversationOut
 )
 async def fork_conversation(
-    conversation_id: IdPath, history: HistoryDep, body: ForkIn | None = None
+    conversation_id: IdPath, caller: CallerDep, body: ForkIn | None = None
 ) -> JSONResponse:
     """A new conversation with the first `keep` messages (default: all), the same config and
     system prompt, and `metadata.forked_from` = `{"id", "keep"}`."""
     keep = body.keep if body is not None else None
-    return _created(await history.fork(conversation_id, keep))
+    return _created(await caller.history().fork(conversation_id, keep))
 
 
 @router.post("/{conversation_id}/rewind", response_model=ConversationOut)
 async def rewind_conversation(
-    conversation_id: IdPath, body: RewindIn, history: HistoryDep, expected_version: IfMatchDep
+    conversation_id: IdPath, body: RewindIn, caller: CallerDep, expected_version: IfMatchDep
 ) -> Response:
     """Drop the messages after the first `keep` (pending tool calls among them too). 409
     while a run holds the conversation; with `If-Match`, 412 on a stale version."""
-    view = await history.rewind(conversation_id, body.keep, expected_version)
+    view = await caller.history().rewind(conversation_id, body.keep, expected_version)
     out = convert.conversation_out(view)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 
@@ -107,8 +107,7 @@ async def rewind_conversation(
 )
 async def get_messages(
     conversation_id: IdPath,
-    conversations: ConversationsDep,
-    history: HistoryDep,
+    caller: CallerDep,
     format: Annotated[
         Literal["parley", "openai", "anthropic"],
         Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
@@ -130,8 +129,8 @@ async def get_messages(
                 "pages are served in the parley format only",
                 errors=[{"loc": ["query", "format"], "msg": "must be parley", "type": "value"}],
             )
-        return await _page(history, conversation_id, after, limit or DEFAULT_PAGE)
-    messages = list(await conversations.messages(conversation_id))
+        return await _page(caller.history(), conversation_id, after, limit or DEFAULT_PAGE)
+    messages = list(await caller.conversations().messages(conversation_id))
     if format == "openai":
         return JSONResponse({"messages": to_openai_format(messages)})
     if format == "anthropic":
@@ -156,7 +155,7 @@ async def _page(
 @router.get("/{conversation_id}/context", response_model=ContextOut)
 async def get_context(
     conversation_id: IdPath,
-    history: HistoryDep,
+    caller: CallerDep,
     max_tokens: Annotated[
         int | None, Query(ge=1, description="Token budget (default: the config's).")
     ] = None,
@@ -164,7 +163,7 @@ async def get_context(
     """The messages a run would send within `max_tokens`: the system prompt always, then the
     most recent messages that fit, repaired as every model call repairs them (an unanswered
     tool call gets an "interrupted" error, same-role turns are merged, …), with token counts."""
-    context = await history.context(conversation_id, max_tokens)
+    context = await caller.history().context(conversation_id, max_tokens)
     return ContextOut(
         max_tokens=context.budget,
         total_tokens=sum(context.token_counts),

@@ -12,10 +12,9 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
-from fastapi import Depends, Header, Request
+from fastapi import Header, Request
 from starlette.responses import Response
 
-from app.api.deps import OwnerDep, ServicesDep
 from app.runs.idempotency import IdempotencyService
 
 # Headers a replayed response repeats (the body and status are kept as they were).
@@ -35,13 +34,6 @@ IdempotencyKeyHeader = Annotated[
         examples=["5f0c2a64-4d4e-4b43-9a55-0f3b7c1e2d9a"],
     ),
 ]
-
-
-async def get_idempotency(services: ServicesDep, owner: OwnerDep) -> IdempotencyService:
-    return IdempotencyService(services, owner)
-
-
-IdempotencyDep = Annotated[IdempotencyService, Depends(get_idempotency)]
 
 
 async def _request_hash(request: Request) -> str:

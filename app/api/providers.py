@@ -8,7 +8,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from app.api.deps import OwnerDep, ServicesDep
+from app.api.deps import CallerDep
 
 router = APIRouter(tags=["providers"])
 
@@ -24,10 +24,10 @@ class ProvidersOut(BaseModel):
 
 
 @router.get("/providers", response_model=ProvidersOut)
-async def list_providers(services: ServicesDep, _: OwnerDep) -> ProvidersOut:
+async def list_providers(caller: CallerDep) -> ProvidersOut:
     """The providers this server can run, each with its default model, and the default
     provider. `offline` (a local echo model, no network) is always there."""
-    selector = services.configs.selector
+    selector = caller.services.configs.selector
     default_adapter, _ = selector.select_model(None, None)
     providers = []
     for name in selector.available:

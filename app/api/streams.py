@@ -22,8 +22,8 @@ from starlette.types import Receive, Scope, Send
 
 from app.api import convert
 from app.api.conversations import IdPath
-from app.api.deps import ConversationsDep, IfMatchDep, ReaderDep, RunsDep, ServicesDep
-from app.api.idempotency import IdempotencyDep, IdempotencyKeyHeader, idempotent
+from app.api.deps import CallerDep, IfMatchDep
+from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
 from app.runs.events import OnDisconnect, RunEvent
 from app.runs.live import LiveRun
@@ -100,9 +100,7 @@ def _started(services: Services, run: LiveRun) -> EventSourceResponse:
 )
 async def stream_conversation(
     conversation_id: IdPath,
-    runs: RunsDep,
-    reader: ReaderDep,
-    services: ServicesDep,
+    caller: CallerDep,
     on_disconnect: OnDisconnectQuery = "cancel",
     last_event_id: Annotated[
         str | None,
@@ -121,12 +119,13 @@ async def stream_conversation(
     Closing the connection aborts a run it started, unless `on_disconnect=continue`."""
     resume_from = last_event_id if last_event_id is not None else last_event_id_query
     if resume_from is not None:
+        reader = caller.reader()
         resume = await reader.resume(conversation_id, resume_from)
         if resume is None:
             return Response(status_code=204)
-        return _sse(services, resume.run.id, reader.follow(resume))
-    run = await runs.start(conversation_id, on_disconnect=on_disconnect)
-    return _started(services, run)
+        return _sse(caller.services, resume.run.id, reader.follow(resume))
+    run = await caller.runs().start(conversation_id, on_disconnect=on_disconnect)
+    return _started(caller.services, run)
 
 
 @router.post(
@@ -136,55 +135,54 @@ async def post_and_stream(
     request: Request,
     conversation_id: IdPath,
     body: DeltaBundle,
-    runs: RunsDep,
-    reader: ReaderDep,
-    services: ServicesDep,
+    caller: CallerDep,
     expected_version: IfMatchDep,
-    idempotency: IdempotencyDep,
     on_disconnect: OnDisconnectQuery = "cancel",
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
     the bundle is not applied either. With `Idempotency-Key`, a retry gets the same run's
     stream from its first event (never a second run)."""
+    services = caller.services
 
     async def start() -> Response:
         delta = convert.delta(body, services.settings)
-        run = await runs.start(conversation_id, delta, expected_version, on_disconnect)
+        run = await caller.runs().start(conversation_id, delta, expected_version, on_disconnect)
         return _started(services, run)
 
     async def replay(run_id: str) -> Response:
+        reader = caller.reader()
         resume = await reader.resume(conversation_id, f"{run_id}:0")
         if resume is None:
             return Response(status_code=204)
         return _sse(services, resume.run.id, reader.follow(resume))
 
-    return await idempotent(request, idempotency_key, idempotency, start, replay)
+    return await idempotent(request, idempotency_key, caller.idempotency(), start, replay)
 
 
 @router.post("/{conversation_id}/cancel", status_code=202, response_model=CancelOut)
-async def cancel_run(conversation_id: IdPath, conversations: ConversationsDep) -> CancelOut:
+async def cancel_run(conversation_id: IdPath, caller: CallerDep) -> CancelOut:
     """Abort the conversation's running run, whoever started it and on whichever server: it
     stops within a second, stores its partial reply and ends with `done` status `aborted`.
     409 when nothing runs."""
-    return CancelOut(run_id=await conversations.cancel(conversation_id))
+    return CancelOut(run_id=await caller.conversations().cancel(conversation_id))
 
 
 @router.get("/{conversation_id}/runs", response_model=RunPage)
 async def list_runs(
     conversation_id: IdPath,
-    reader: ReaderDep,
-    services: ServicesDep,
+    caller: CallerDep,
     limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
     cursor: Annotated[str | None, Query(description="From the previous page.")] = None,
 ) -> RunPage:
     """The conversation's runs, newest first, a page at a time."""
-    size = min(limit or services.settings.page_size, services.settings.max_page_size)
-    records, next_cursor = await reader.list(conversation_id, size, cursor)
+    settings = caller.services.settings
+    size = min(limit or settings.page_size, settings.max_page_size)
+    records, next_cursor = await caller.reader().list(conversation_id, size, cursor)
     return RunPage(items=[convert.run_out(r) for r in records], next_cursor=next_cursor)
 
 
 @router.get("/{conversation_id}/runs/{run_id}", response_model=RunOut)
-async def get_run(conversation_id: IdPath, run_id: str, reader: ReaderDep) -> RunOut:
+async def get_run(conversation_id: IdPath, run_id: str, caller: CallerDep) -> RunOut:
     """One run: its status, how it ended, its token usage."""
-    return convert.run_out(await reader.get(conversation_id, run_id))
+    return convert.run_out(await caller.reader().get(conversation_id, run_id))
