@@ -77,13 +77,17 @@ def _sse(
             if on_close is not None:
                 on_close()
 
+    async def closed() -> None:  # async: a plain function would cost a worker-thread trip
+        if on_close is not None:
+            on_close()
+
     settings = services.settings
     return _EventStream(
         frames(),
         ping=settings.sse_ping_seconds,
         send_timeout=settings.sse_send_timeout_seconds,
         shutdown_grace_period=settings.shutdown_drain_seconds,
-        background=BackgroundTask(on_close) if on_close is not None else None,
+        background=BackgroundTask(closed) if on_close is not None else None,
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", "X-Run-Id": run_id},
     )
 
