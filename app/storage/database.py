@@ -2,7 +2,7 @@
 
 A session here is one pooled ``AsyncConnection`` in a transaction: Parley runs Core statements
 only, and the ORM's ``Session`` in between cost more Python per statement than SQLite takes to
-run one (a run's start: about 7% of its CPU, measured in docs/performance.md).
+run one (2–6% of a run's start, measured in docs/performance.md).
 
 Imports SQLAlchemy, app.settings and app.observability (pool metrics). SQLite is set up so that
 concurrent writers wait their turn.

@@ -1,0 +1,137 @@
+"""The CPU one run start costs Parley, measured in process, one stream at a time.
+
+Builds the app as uvicorn would (``create_app``, SQLite in a temporary file, the ``openai``
+adapter pointed at ``bench/stream_upstream.py``) and calls it as an ASGI app, with no HTTP
+server or client in the way: ``POST /conversations/{id}/stream`` with one user message, read to
+``done`` (a 2-token reply), one after another. The figure is the process's CPU time per stream
+— the request, the start's write transaction, the provider request, the reply, the run's ending
+— the median of ``--rounds`` rounds. ``bench/stream.py --scenario starts_100`` measures the
+same under 100 streams at once, through uvicorn; this one is steadier (no other process, no
+concurrency), for comparing two versions of the code.
+
+Run by hand: ``.venv/bin/python bench/start_cpu.py [--streams 400] [--rounds 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from app.main import create_app
+from bench.relay import free_port
+from bench.stream import PY, ROOT, migrate, parley_env
+
+WARM_UP = 30
+BODY = json.dumps(
+    {
+        "messages": [{"role": "user", "text": "go"}],
+        "config": {"provider": "openai", "model": "bench-2-0"},
+    }
+).encode()
+
+
+async def call(app: Any, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+    """One request through the ASGI app; its status and whole body."""
+    sent, done = False, asyncio.Event()
+    status, chunks = 0, []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await done.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                done.set()
+
+    headers = [
+        (b"host", b"127.0.0.1:8000"),
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 8000),
+        "state": {},
+    }
+    await app(scope, receive, send)
+    return status, b"".join(chunks)
+
+
+async def measure(streams: int, rounds: int) -> list[float]:
+    """CPU milliseconds per stream, one figure per round."""
+    app = create_app()
+    figures = []
+    async with app.router.lifespan_context(app):
+        for _ in range(rounds):
+            ids = []
+            for _ in range(WARM_UP + streams):
+                _, body = await call(app, "POST", "/conversations", b"{}")
+                ids.append(json.loads(body)["id"])
+            for n, conversation_id in enumerate(ids):
+                if n == WARM_UP:
+                    await asyncio.sleep(0.3)  # the warm-up's endings stored
+                    started = time.process_time()
+                path = f"/conversations/{conversation_id}/stream"
+                status, body = await call(app, "POST", path, BODY)
+                if status != 200 or b"event: done" not in body:
+                    raise RuntimeError(f"stream failed: {status} {body[:300]!r}")
+            await asyncio.sleep(0.3)  # and the last endings
+            figures.append((time.process_time() - started) * 1000 / streams)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--streams", type=int, default=400)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        upstream_port = free_port()
+        upstream = subprocess.Popen(
+            [PY, "-m", "bench.stream_upstream", str(upstream_port)], cwd=ROOT
+        )
+        try:
+            url = f"sqlite+aiosqlite:///{tmp}/bench.db"
+            migrate(url)
+            os.environ.update(parley_env(url, upstream_port))
+            figures = asyncio.run(measure(args.streams, args.rounds))
+        finally:
+            upstream.kill()
+            upstream.wait()
+    rounds = ", ".join(f"{f:.2f}" for f in figures)
+    median = statistics.median(figures)
+    print(f"CPU per stream (start, reply, ending): median {median:.2f} ms (rounds: {rounds})")
+
+
+if __name__ == "__main__":
+    main()
