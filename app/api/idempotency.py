@@ -76,5 +76,13 @@ async def idempotent(
     run_id = response.headers.get("x-run-id")
     body = b"" if run_id is not None else bytes(response.body)
     kept = {h: response.headers[h] for h in _KEPT_HEADERS if h in response.headers}
-    await service.complete(scope, key, response.status_code, body, kept, run_id)
+    try:
+        await service.complete(scope, key, response.status_code, body, kept, run_id)
+    except BaseException:
+        # The response will never be sent: its background task (a started run's close hook)
+        # detaches the run, which stops it as a dropped connection would; the key is freed.
+        if response.background is not None:
+            await response.background()
+        await service.release(scope, key)
+        raise
     return response

@@ -12,10 +12,12 @@ from collections.abc import Callable
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from app.main import create_app
 from app.runs.idempotency import IdempotencyService
 from app.settings import Settings
+from app.storage import Database
 from tests.api.conftest import LiveServer, app_client
 from tests.api.sse import parse
 
@@ -137,3 +139,59 @@ async def test_a_retried_stream_resumes_the_same_run(
         runs = (await client.get(f"/conversations/{cid}/runs")).json()["items"]
         assert [r["id"] for r in runs] == [run_id]
         assert (await client.get(f"/conversations/{cid}")).json()["message_count"] == 2
+
+
+_FAIL_UPDATES = {
+    "sqlite": [
+        "CREATE TRIGGER parley_test_fail BEFORE UPDATE ON idempotency_keys "
+        "BEGIN SELECT RAISE(ABORT, 'the disk is full'); END"
+    ],
+    "postgres": [
+        "CREATE FUNCTION parley_test_fail() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'the disk is full'; END $$",
+        "CREATE TRIGGER parley_test_fail BEFORE UPDATE ON idempotency_keys "
+        "FOR EACH ROW EXECUTE FUNCTION parley_test_fail()",
+    ],
+}
+_UNDO = {
+    "sqlite": ["DROP TRIGGER IF EXISTS parley_test_fail"],
+    "postgres": [
+        "DROP TRIGGER IF EXISTS parley_test_fail ON idempotency_keys",
+        "DROP FUNCTION IF EXISTS parley_test_fail()",
+    ],
+}
+
+
+async def test_a_stream_whose_key_cannot_be_recorded_stops_its_run(
+    settings: Settings, database: Database, backend: str
+) -> None:
+    """The run started, then storing the key's result failed: the client gets a problem, so
+    nobody will read the run — it is stopped (aborted), not left to run on, and the key is free."""
+
+    async def run_sql(statements: list[str]) -> None:
+        async with database.transaction() as session:
+            for statement in statements:
+                await session.execute(text(statement))
+
+    settings = settings.model_copy(update={"offline_delay_ms": 50})
+    words = " ".join(f"w{i}" for i in range(40))  # two seconds of reply, were it left to run
+    bundle = {"messages": [{"role": "user", "text": words}]}
+    async with app_client(settings) as client:
+        cid = (await client.post("/conversations", json={})).json()["id"]
+        await run_sql(_FAIL_UPDATES[backend])
+        try:
+            failed = await client.post(f"/conversations/{cid}/stream", json=bundle, headers=KEY)
+        finally:
+            await run_sql(_UNDO[backend])
+        assert failed.status_code >= 500
+        assert failed.headers["content-type"].startswith("application/problem+json")
+        status = "running"
+        for _ in range(50):
+            runs = (await client.get(f"/conversations/{cid}/runs")).json()["items"]
+            status = runs[0]["status"]
+            if status != "running":
+                break
+            await asyncio.sleep(0.02)
+        assert status == "aborted"
+        retry = await client.post(f"/conversations/{cid}/stream", json=bundle, headers=KEY)
+        assert retry.status_code == 200 and "event: done" in retry.text
