@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import statistics
 import subprocess
 import sys
@@ -110,10 +111,30 @@ async def measure(streams: int, rounds: int) -> list[float]:
     return figures
 
 
+def at_least_one(value: str) -> int:
+    number = int(value)
+    if number < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return number
+
+
+def wait_for_port(port: int) -> None:
+    """Until something accepts connections on ``port`` (the upstream), at most 10 s."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--streams", type=int, default=400)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--streams", type=at_least_one, default=400)
+    parser.add_argument("--rounds", type=at_least_one, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         upstream_port = free_port()
@@ -121,6 +142,7 @@ def main() -> None:
             [PY, "-m", "bench.stream_upstream", str(upstream_port)], cwd=ROOT
         )
         try:
+            wait_for_port(upstream_port)
             url = f"sqlite+aiosqlite:///{tmp}/bench.db"
             migrate(url)
             os.environ.update(parley_env(url, upstream_port))

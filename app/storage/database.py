@@ -33,7 +33,7 @@ _SQLITE_BEGIN = "parley_sqlite_begin"
 
 
 class Database:
-    """Owns the engine and the session factory; build one per process and dispose it at exit.
+    """Owns the engine and hands out sessions; build one per process and dispose it at exit.
 
     On SQLite every connection runs in WAL mode with a busy timeout and foreign keys on, and a
     session's transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock up front, so
