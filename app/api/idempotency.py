@@ -80,7 +80,8 @@ async def idempotent(
         await service.complete(scope, key, response.status_code, body, kept, run_id)
     except BaseException:
         # The response will never be sent: its background task (a started run's close hook)
-        # detaches the run, which stops it as a dropped connection would; the key is freed.
+        # detaches the run, as a dropped connection would (on_disconnect decides); the key is
+        # freed.
         if response.background is not None:
             await response.background()
         await service.release(scope, key)
