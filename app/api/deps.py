@@ -90,7 +90,7 @@ async def get_caller(
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Caller:
-    services: Services = request.app.state.services
+    services = await get_services(request)  # called, not declared: no dependency to solve
     return Caller(services, owner_of(services, authorization))
 
 
