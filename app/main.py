@@ -9,10 +9,11 @@ ends the process with status 2 and one line (``load_settings``).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import signal
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -41,6 +42,11 @@ to yourself: each token sees only its own.
 
 
 log = logging.getLogger(__name__)
+YOUNG_GC_THRESHOLD = 20_000
+"""Allocations between two collections of the youngest generation while serving (Python's
+default is 700): most of a stream's objects die by reference count before a collection would
+scan them, and the collector runs far less often; a collection pauses the loop 20 ms at most
+(docs/performance.md, "Garbage collection")."""
 # The routes that load a whole conversation get PARLEY_MAX_IMPORT_BYTES, not PARLEY_MAX_BODY_BYTES.
 IMPORT_PATHS = ("/conversations", "/conversations/import")
 
@@ -53,6 +59,23 @@ def _exiting() -> bool:
         return True
     server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
     return bool(getattr(server, "should_exit", False))
+
+
+@contextmanager
+def _serving_heap() -> Iterator[None]:
+    """While serving: the objects start-up made (modules, the SDKs' types, the app) are moved
+    out of the cyclic collector's reach (``gc.freeze``), and the youngest generation is collected
+    every ``YOUNG_GC_THRESHOLD`` allocations. Without this a full collection walked the ~300,000
+    objects of start-up, 60–170 ms with the event loop stopped, a few times a minute under load;
+    every stream waited for it. Undone at shutdown (tests start many apps in one process)."""
+    threshold = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(YOUNG_GC_THRESHOLD, *threshold[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*threshold)
+        gc.unfreeze()
 
 
 async def _drain_on_exit_signal(services: Services) -> None:
@@ -78,7 +101,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await services.start()
         watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
         try:
-            yield
+            with _serving_heap():
+                yield
         finally:
             watcher.cancel()
             await services.stop()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
 from collections.abc import Callable
 
@@ -10,6 +11,7 @@ import httpx
 from alembic import command
 from alembic.config import Config
 
+from app.main import YOUNG_GC_THRESHOLD
 from app.settings import Settings
 from app.storage.schema import head_revisions
 from tests.api.conftest import app_client
@@ -68,3 +70,15 @@ async def test_migrate_on_start_brings_a_blank_database_to_the_head(
     assert (await get(settings, "/readyz")).status_code == 503
     migrating = Settings(database_url=blank_database_url, migrate_on_start=True)
     assert (await get(migrating, "/readyz")).status_code == 200
+
+
+async def test_serving_keeps_the_start_up_heap_out_of_the_collector(settings: Settings) -> None:
+    """While the app serves, what start-up made is frozen (a full collection does not walk it)
+    and the youngest generation is collected less often; shutdown puts both back."""
+    before = gc.get_threshold()
+    async with app_client(settings) as client:
+        assert (await client.get("/healthz")).status_code == 200
+        assert gc.get_freeze_count() > 10_000
+        assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
