@@ -45,8 +45,7 @@ log = logging.getLogger(__name__)
 YOUNG_GC_THRESHOLD = 20_000
 """Allocations between two collections of the youngest generation while serving (Python's
 default is 700): most of a stream's objects die by reference count before a collection would
-scan them, and the collector runs far less often; a collection pauses the loop 20 ms at most
-(docs/performance.md, "Garbage collection")."""
+scan them, and the collector runs far less often (docs/performance.md, "Garbage collection")."""
 # The routes that load a whole conversation get PARLEY_MAX_IMPORT_BYTES, not PARLEY_MAX_BODY_BYTES.
 IMPORT_PATHS = ("/conversations", "/conversations/import")
 
