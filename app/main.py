@@ -12,6 +12,7 @@ import asyncio
 import gc
 import logging
 import signal
+import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 
@@ -60,21 +61,42 @@ def _exiting() -> bool:
     return bool(getattr(server, "should_exit", False))
 
 
-@contextmanager
-def _serving_heap() -> Iterator[None]:
-    """While serving: the objects start-up made (modules, the SDKs' types, the app) are moved
-    out of the cyclic collector's reach (``gc.freeze``), and the youngest generation is collected
-    every ``YOUNG_GC_THRESHOLD`` allocations. Without this a full collection walked the ~300,000
-    objects of start-up, 60–170 ms with the event loop stopped, a few times a minute under load;
-    every stream waited for it. Undone at shutdown (tests start many apps in one process)."""
-    threshold = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(YOUNG_GC_THRESHOLD, *threshold[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*threshold)
-        gc.unfreeze()
+class _ServingHeap:
+    """While an app serves, the objects start-up made (modules, the SDKs' types, the app) are
+    moved out of the cyclic collector's reach (``gc.freeze``), and the youngest generation is
+    collected every ``YOUNG_GC_THRESHOLD`` allocations. Without this a full collection walked
+    the ~300,000 objects of start-up, 60–170 ms with the event loop stopped, every few seconds
+    under load; every stream waited for it. (A collection at that point finds some ten
+    unreachable objects: none is made before freezing.)
+
+    Counted: the first app to serve in a process changes the collector, the last to stop puts it
+    back, whichever order they stop in (tests run several, some on threads of their own).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._serving = 0
+        self._threshold = gc.get_threshold()
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        with self._lock:
+            if self._serving == 0:
+                self._threshold = gc.get_threshold()
+                gc.freeze()
+                gc.set_threshold(YOUNG_GC_THRESHOLD, *self._threshold[1:])
+            self._serving += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._serving -= 1
+                if self._serving == 0:
+                    gc.set_threshold(*self._threshold)
+                    gc.unfreeze()
+
+
+_heap = _ServingHeap()
 
 
 async def _drain_on_exit_signal(services: Services) -> None:
@@ -100,7 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         await services.start()
         watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
         try:
-            with _serving_heap():
+            with _heap.serving():
                 yield
         finally:
             watcher.cancel()

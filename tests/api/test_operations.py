@@ -76,9 +76,32 @@ async def test_serving_keeps_the_start_up_heap_out_of_the_collector(settings: Se
     """While the app serves, what start-up made is frozen (a full collection does not walk it)
     and the youngest generation is collected less often; shutdown puts both back."""
     before = gc.get_threshold()
+    assert before[0] != YOUNG_GC_THRESHOLD
     async with app_client(settings) as client:
         assert (await client.get("/healthz")).status_code == 200
         assert gc.get_freeze_count() > 10_000
         assert gc.get_threshold() == (YOUNG_GC_THRESHOLD, *before[1:])
+    assert gc.get_threshold() == before
+    assert gc.get_freeze_count() == 0
+
+
+async def test_the_collector_is_put_back_when_the_last_of_two_apps_stops(
+    settings: Settings,
+) -> None:
+    """Two apps in one process, the first started stopping first: the second still serves with
+    the start-up heap frozen; once it stops too, the collector is as it was."""
+    before = gc.get_threshold()
+    first, second = app_client(settings), app_client(settings)
+    await first.__aenter__()
+    try:
+        client = await second.__aenter__()
+    finally:
+        await first.__aexit__(None, None, None)
+    try:
+        assert (await client.get("/healthz")).status_code == 200
+        assert gc.get_freeze_count() > 10_000
+        assert gc.get_threshold()[0] == YOUNG_GC_THRESHOLD
+    finally:
+        await second.__aexit__(None, None, None)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
