@@ -84,6 +84,14 @@ class ServerProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
 
+    def pause(self) -> None:
+        """SIGSTOP: the process stops where it is (a frozen container, a long pause)."""
+        self.process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT: it goes on from where it stopped."""
+        self.process.send_signal(signal.SIGCONT)
+
     def terminate(self) -> None:
         """SIGTERM, as a rolling deploy does."""
         self.process.send_signal(signal.SIGTERM)

@@ -140,9 +140,8 @@ class ConversationService:
             run_id = record.lease_run_id
             if run_id is None:
                 raise NoActiveRun(conversation_id)
-            if not record.is_running():
-                await repo.end_abandoned_run(conversation_id)
-                return run_id
+            if not record.is_running() and await repo.end_abandoned_run(conversation_id):
+                return run_id  # its process died: ended here (else it is ours, stalled: alive)
             await RunRepository(repo.session).request_cancel(run_id)
         self.services.manager.stop(run_id, "cancel")
         return run_id

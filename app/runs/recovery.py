@@ -1,8 +1,11 @@
 """Ending a run whose process died: what its log holds becomes an incomplete reply.
 
-May import the domain, storage and the runs layer's events. The repository calls
-``end_abandoned_run`` when a writer meets an expired lease (the holder stopped renewing it); it
-runs in that writer's transaction, so no other run can start in between.
+May import the domain, storage and the runs layer's events and live runs. The repository calls
+the handler of ``abandoned_run_handler`` when a writer meets an expired lease (the holder stopped
+renewing it); it runs in that writer's transaction, so no other run can start in between. A lease
+also expires when its own process stops for longer than the lease (a long pause, a frozen
+container): that process's writers find the run alive in its ``RunManager`` and renew the lease
+instead of ending it.
 """
 
 from __future__ import annotations
@@ -22,9 +25,26 @@ from app.runs.events import (
     message_payload,
     unfinished_reply,
 )
-from app.storage import ConversationRepository, RunNotFound, RunRepository
+from app.runs.live import RunManager
+from app.storage import AbandonedRunHandler, ConversationRepository, RunNotFound, RunRepository
 
 log = logging.getLogger(__name__)
+
+
+def abandoned_run_handler(manager: RunManager, lease_seconds: float) -> AbandonedRunHandler:
+    """The repositories' handler of expired leases for the process whose live runs ``manager``
+    holds: a run of its own is alive, so its lease is renewed (for ``lease_seconds``) and it goes
+    on; any other run's process died, and the run is ended (``end_abandoned_run``)."""
+
+    async def handle(repo: ConversationRepository, conversation_id: str, run_id: str) -> bool:
+        if manager.get(run_id) is not None:
+            log.warning("run %s outlived its lease (this process stalled); renewing it", run_id)
+            await repo.renew_lease(conversation_id, run_id, lease_seconds)
+            return False
+        await end_abandoned_run(repo, conversation_id, run_id)
+        return True
+
+    return handle
 
 
 async def end_abandoned_run(

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -155,12 +155,12 @@ class EventWriter:
                 if (self._commits or self._flush_due()) and self._now() >= self._paused_until:
                     await self._flush()
                 now = loop.time()
+                if now >= next_renew:  # first: after a stall, our leases before others' runs
+                    next_renew = now + renew_every
+                    await self._renew_leases()
                 if now >= next_sweep:
                     next_sweep = now + settings.run_lease_seconds
                     await self._end_abandoned_runs()
-                if now >= next_renew:
-                    next_renew = now + renew_every
-                    await self._renew_leases()
                 if now >= next_poll:
                     next_poll = now + settings.cancel_poll_seconds
                     await self._poll_cancels()
@@ -233,9 +233,14 @@ class EventWriter:
         outcomes: list[list[RunEvent] | StorageError] = []
         async with self._repository() as repo:
             run_repo = RunRepository(repo.session)
+            # Only the run holding its conversation writes to its log. A run whose lease was
+            # taken while this process stood still (past the lease: another process ended the
+            # run) has its events dropped and is stopped; its commits meet LeaseLost.
+            locked = await repo.lock_for_runs([g.run.conversation_id for g in groups])
+            lost = [g.run for g in groups if not _holds(g.run, locked)]
             landed: dict[str, list[RunEvent]] = {}
             if commits:
-                records = await repo.append_for_runs([_append(c) for c in commits])
+                records = await repo.append_for_runs([_append(c) for c in commits], locked)
                 endings: list[RunEnding] = []
                 for commit, record in zip(commits, records, strict=True):
                     if isinstance(record, StorageError):
@@ -252,6 +257,8 @@ class EventWriter:
                 await run_repo.finish_many(endings)
             rows: list[EventRow] = []
             for group in groups:
+                if group.run in lost:
+                    continue
                 stored = [*group.events, *landed.get(group.run.run_id, ())]
                 rows.extend(merged_rows(group.run.run_id, stored))
             await run_repo.add_events(rows)
@@ -263,6 +270,8 @@ class EventWriter:
                 commit.future.set_exception(outcome)
             else:
                 commit.future.set_result(outcome)
+        for run in lost:
+            self._lease_lost(run)
 
     def _now(self) -> float:
         return asyncio.get_running_loop().time()
@@ -290,9 +299,14 @@ class EventWriter:
             )
         self.transactions += 1
         for run in live:
-            if run.run_id not in held and not run.finishing:
-                log.warning("run %s lost its lease; stopping it", run.run_id)
-                run.stop("lease_lost")
+            if run.run_id not in held:
+                self._lease_lost(run)
+
+    def _lease_lost(self, run: LiveRun) -> None:
+        """Stop ``run``: another process holds its conversation now (a finishing run's ending
+        meets LeaseLost on its own)."""
+        if run.stop("lease_lost"):
+            log.warning("run %s lost its lease; stopping it", run.run_id)
 
     async def _poll_cancels(self) -> None:
         live = self._manager.running()
@@ -319,6 +333,12 @@ class _Group:
     run: LiveRun
     events: list[RunEvent] = field(default_factory=list)
     commits: list[Commit] = field(default_factory=list)
+
+
+def _holds(run: LiveRun, locked: Mapping[str, Mapping[Any, Any]]) -> bool:
+    """Whether ``run`` holds its conversation's lease, by the rows ``lock_for_runs`` returned."""
+    row = locked.get(run.conversation_id)
+    return row is not None and row["lease_run_id"] == run.run_id
 
 
 def _append(commit: Commit) -> RunAppend:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import builtins
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -129,10 +129,12 @@ class RunAppend:
     release_lease: bool = False
 
 
-AbandonedRunHandler = Callable[["ConversationRepository", str, str], Awaitable[None]]
+AbandonedRunHandler = Callable[["ConversationRepository", str, str], Awaitable[bool]]
 """Called as ``handler(repository, conversation_id, run_id)`` when a writer meets the expired
-lease of ``run_id``: its process died. It may store what that run left (with ``run_id`` it may
-still append and release); the lease is released afterwards in any case."""
+lease of ``run_id``: its process died, or stopped for longer than the lease. It may store what
+that run left (with ``run_id`` it may still append and release) and returns True, then the lease
+is released; or it knows the run is alive after all (its own process had stalled), renews its
+lease and returns False, then the run holds the conversation as before."""
 
 
 class ConversationRepository:
@@ -377,8 +379,18 @@ class ConversationRepository:
         count = row["message_count"] + len(rows)
         return await self._bump(row, rows, message_count=count, **changes)
 
+    async def lock_for_runs(self, conversation_ids: Iterable[str]) -> dict[str, RowMapping]:
+        """Lock these conversations' rows (in one statement); the rows found, by id. A row's
+        ``lease_run_id`` says which run may write to that conversation and its log."""
+        keys = sorted({conversation_key(c) for c in conversation_ids})
+        result = await self._session.execute(_LOCK_MANY, {"keys": keys})
+        rows = {row["id"]: row for row in result.mappings()}
+        if self._owner is not None:
+            rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
+        return rows
+
     async def append_for_runs(
-        self, appends: Sequence[RunAppend]
+        self, appends: Sequence[RunAppend], locked: Mapping[str, RowMapping] | None = None
     ) -> builtins.list[ConversationRecord | StorageError]:
         """Store what many runs produced, in a few statements however many there are.
 
@@ -386,12 +398,12 @@ class ConversationRepository:
         order; several may touch one conversation), except that the lease is let go even when
         it brings no message. Its outcome is the record after it, or the StorageError that
         kept it from being written (LeaseLost, ConversationNotFound, DuplicateToolCall).
+        ``locked``: what ``lock_for_runs`` returned in this transaction for (at least) these
+        conversations, when the caller locked them already.
         """
-        keys = sorted({conversation_key(a.conversation_id) for a in appends})
-        result = await self._session.execute(_LOCK_MANY, {"keys": keys})
-        rows = {row["id"]: dict(row) for row in result.mappings()}
-        if self._owner is not None:
-            rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
+        if locked is None:
+            locked = await self.lock_for_runs([a.conversation_id for a in appends])
+        rows = {key: dict(row) for key, row in locked.items()}
         pending: dict[str, builtins.list[str]] = defaultdict(list)
         with_pending = [key for key, row in rows.items() if row[_HAS_PENDING]]
         for key, ids in (await pending_ids(self._session, with_pending)).items():
@@ -504,7 +516,10 @@ class ConversationRepository:
         if holder is not None and holder != run_id:
             if row["lease_expires_at"] > self._now():
                 raise LeaseHeld(row["id"], holder)
-            row = await self._end_abandoned_run(row)
+            ended = await self._end_abandoned_run(row)
+            if ended is None:
+                raise LeaseHeld(row["id"], holder)
+            row = ended
         now = self._now()
         values = {"lease_run_id": run_id, "lease_expires_at": now + _ttl(ttl_seconds)}
         await self._session.execute(
@@ -555,24 +570,29 @@ class ConversationRepository:
         elif holder is not None:
             if expires > self._now():
                 raise LeaseHeld(row["id"], holder)
-            row = await self._end_abandoned_run(row)  # writing past an expired lease ends it
+            ended = await self._end_abandoned_run(row)  # writing past an expired lease ends it
+            if ended is None:
+                raise LeaseHeld(row["id"], holder)
+            row = ended
         if expected_version is not None and row["version"] != expected_version:
             raise VersionConflict(row["id"], row["version"], expected_version)
         return row
 
     async def end_abandoned_run(self, conversation_id: str) -> bool:
         """End the run whose lease expired (its process died), if one holds the conversation:
-        the handler stores what it left, the lease is released. True if there was one."""
+        the handler stores what it left, the lease is released. True if there was one (and the
+        handler did not find it alive)."""
         row = await self._locked_row(conversation_id)
         if row["lease_run_id"] is None or row["lease_expires_at"] > self._now():
             return False
-        await self._end_abandoned_run(row)
-        return True
+        return await self._end_abandoned_run(row) is not None
 
-    async def _end_abandoned_run(self, row: RowMapping) -> RowMapping:
-        """Hand the expired lease's run to the handler, release the lease; the row after."""
-        if self._on_abandoned_run is not None:
-            await self._on_abandoned_run(self, row["id"], row["lease_run_id"])
+    async def _end_abandoned_run(self, row: RowMapping) -> RowMapping | None:
+        """Hand the expired lease's run to the handler, release the lease; the row after, or
+        None when the handler found the run alive (it holds the conversation still)."""
+        handler = self._on_abandoned_run
+        if handler is not None and not await handler(self, row["id"], row["lease_run_id"]):
+            return None
         await self.release_lease(row["id"], row["lease_run_id"])
         return await self._locked_row(row["id"])
 

@@ -217,3 +217,52 @@ async def test_cancels_aimed_at_the_end_of_a_run_store_one_announced_reply(
             else:
                 assert status == "aborted"
                 assert all(m.get("incomplete") for m in announced)
+
+
+async def test_a_process_paused_past_its_lease_lets_its_run_go_without_writing(
+    start_server: Start,
+) -> None:
+    """SIGSTOP mid-run for longer than the lease: another process ends the run as interrupted,
+    keeping what was stored. When the first goes on, its run stops (``lease_lost``) and writes
+    nothing more: the stored log is the other process's, with one ``done``."""
+    a, b = two(start_server, offline_delay_ms=20, run_lease_seconds=1)
+    async with httpx.AsyncClient(timeout=20) as http:
+        conv_id, response, stream = await open_stream(http, a.url)
+        seen = await read_deltas(stream, 5)
+        run_id = (seen[0].id or "").split(":")[0]
+        await asyncio.sleep(0.3)  # more than a flush interval (0.1 s)
+        a.pause()
+        paused = time.monotonic()
+        try:
+            while True:  # b's writer ends runs whose lease expired a lease term ago
+                runs = (await http.get(f"{b.url}/conversations/{conv_id}/runs")).json()["items"]
+                if runs[0]["status"] != "running":
+                    break
+                assert time.monotonic() - paused < 20, "the paused process's run was not ended"
+                if time.monotonic() - paused > 6:  # paused inside a SQLite write: let it end it
+                    a.resume()
+                    await asyncio.sleep(0.05)
+                    a.pause()
+                    paused = time.monotonic() - 3
+                await asyncio.sleep(0.1)
+        finally:
+            a.resume()
+        assert runs[0]["status"] == "interrupted" and runs[0]["error_code"] == "process_lost"
+        seen += [e async for e in stream]
+        await response.aclose()
+        assert seen[-1].name == "done" and seen[-1].data["status"] == "aborted", seen[-3:]
+        assert [e.data["code"] for e in seen if e.name == "error"] == ["lease_lost"]
+        stored = await messages(http, b.url, conv_id)
+        assert len(stored) == 2 and stored[1]["incomplete"] is True
+        headers = {"Last-Event-ID": f"{run_id}:0"}
+        async with http.stream(
+            "GET", f"{b.url}/conversations/{conv_id}/stream", headers=headers
+        ) as replay:
+            logged = [e async for e in events(replay.aiter_lines())]
+        ids = [int((e.id or "").split(":")[1]) for e in logged]
+        assert ids == list(range(1, len(ids) + 1))
+        assert [e.name for e in logged].count("done") == 1
+        assert logged[-1].data["status"] == "interrupted"
+        assert [e.data["message"] for e in logged if e.name == "message"] == [stored[1]]
+        await asyncio.sleep(0.5)  # a's writer has met the lost lease by now
+        assert "Traceback" not in a.log() and "not stored" not in a.log(), a.log()

@@ -4,6 +4,7 @@ another process, cancel, shutdown, failures, tools, a lost lease, abandoned runs
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
 from typing import Any
@@ -21,6 +22,7 @@ from app.domain import (
     ProviderError,
     RequestOptions,
     StreamChunk,
+    TextMessage,
     ToolSpec,
     collect_response,
 )
@@ -32,7 +34,14 @@ from app.runs.runner import RunService
 from app.runs.server_tools import builtin_tools
 from app.runs.services import Services
 from app.settings import Settings
-from app.storage import ConversationNotFound, Database, RunNotFound, RunRepository, utcnow
+from app.storage import (
+    ConversationNotFound,
+    Database,
+    LeaseHeld,
+    RunNotFound,
+    RunRepository,
+    utcnow,
+)
 from app.storage.tables import CONVERSATIONS
 from tests.domain.domain_support import (
     HANG,
@@ -535,3 +544,38 @@ async def test_the_writer_ends_runs_whose_process_died_on_its_own(
     await asyncio.sleep(1.0)
     record = await RunReader(services, OWNER).get(conv_id, run_id)
     assert record.status == "interrupted"
+
+
+async def test_a_stalled_process_keeps_its_own_runs(make_services: MakeServices) -> None:
+    """The loop stopped for several lease terms (a long pause, a frozen container): its leases
+    expired, but its runs are alive. Neither its own writer's sweep nor a write it serves meanwhile
+    may end them as abandoned: the write is refused as while running, the run completes."""
+    services = await make_services(PacedAdapter(20, 0.01), run_lease_seconds=0.2)
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    reading = asyncio.create_task(all_events(run))
+    await asyncio.sleep(0.05)
+    time.sleep(1.0)  # noqa: ASYNC251 - the loop stalls: five lease terms, no renewal
+    with pytest.raises(LeaseHeld):
+        async with services.repository(OWNER) as repo:
+            await repo.append_messages(conv_id, [TextMessage("meanwhile")])
+    events = await asyncio.wait_for(reading, 5)
+    assert body(events[-1])["status"] == "completed"
+    assert "error" not in names(events)
+    stored = await conversations(services).messages(conv_id)
+    assert [m.text for m in stored[1:]] == ["hi", "".join(f"w{i} " for i in range(20))]
+    record = await RunReader(services, OWNER).get(conv_id, run.run_id)
+    assert record.status == "completed"
+
+
+async def test_a_cancel_after_a_stall_stops_the_run_as_asked(make_services: MakeServices) -> None:
+    services = await make_services(PacedAdapter(200, 0.01), run_lease_seconds=0.2)
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    reading = asyncio.create_task(all_events(run))
+    await asyncio.sleep(0.05)
+    time.sleep(0.5)  # noqa: ASYNC251 - the loop stalls past the lease
+    assert await conversations(services).cancel(conv_id) == run.run_id
+    events = await asyncio.wait_for(reading, 5)
+    assert body(events[-1])["status"] == "aborted"
+    assert (await RunReader(services, OWNER).get(conv_id, run.run_id)).status == "aborted"

@@ -10,6 +10,7 @@ from app.domain import AgentMessage, MessageList, Role, TextMessage, ToolCallMes
 from app.storage import (
     ConversationNotFound,
     ConversationRecord,
+    ConversationRepository,
     DuplicateToolCall,
     LeaseHeld,
     LeaseLost,
@@ -108,6 +109,32 @@ async def test_a_write_past_an_expired_lease_ends_it(store: Store, clock: FakeCl
     assert after.lease_run_id is None and after.lease_expires_at is None
     with pytest.raises(LeaseLost):
         await store(lambda r: r.append_messages(record.id, [TextMessage("x")], run_id="run-1"))
+
+
+async def test_a_handler_that_finds_the_run_alive_keeps_it_holding(
+    store: Store, clock: FakeClock
+) -> None:
+    """The handler of expired leases may know the run is alive (its own process stalled): it
+    renews the lease and says so; the write is then refused as while running."""
+    record = await running(store)
+    clock.advance(TTL + 1)
+    met: list[tuple[str, str]] = []
+
+    async def alive(repo: ConversationRepository, conversation_id: str, run_id: str) -> bool:
+        met.append((conversation_id, run_id))
+        return not await repo.renew_lease(conversation_id, run_id, TTL)
+
+    async with store.database.transaction() as session:
+        repo = ConversationRepository(session, owner=None, clock=clock, on_abandoned_run=alive)
+        with pytest.raises(LeaseHeld):
+            await repo.apply_delta(record.id, messages=[TextMessage("hi")])
+        with pytest.raises(LeaseHeld):
+            await repo.acquire_lease(record.id, "run-2", TTL)
+        assert await repo.end_abandoned_run(record.id) is False  # renewed: not expired now
+    assert met == [(record.id, "run-1")]  # renewed by the first: the others met a live lease
+    after = await store(lambda r: r.get(record.id))
+    assert after.lease_run_id == "run-1" and after.is_running(clock())
+    assert after.version == record.version
 
 
 async def test_an_expired_holder_without_rivals_keeps_its_lease(
