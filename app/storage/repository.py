@@ -16,10 +16,11 @@ from datetime import UTC, datetime, timedelta
 from functools import cache
 from typing import Any
 
-from sqlalchemy import RowMapping, and_, bindparam, delete, exists, insert, select, update
+from sqlalchemy import and_, bindparam, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import AgentMessage, Message, MessageList
+from app.storage.direct import Direct, Row
 from app.storage.errors import (
     ConversationNotFound,
     LeaseHeld,
@@ -72,7 +73,8 @@ def _scoped(build: Callable[[Any], Any]) -> Scoped:
 
 
 _GET = _scoped(lambda scope: _ROW.where(scope))
-_LOCK = _scoped(lambda scope: _ROW.where(scope).with_for_update(of=_CONVERSATIONS))
+# The statements of a run's start and ending go to the driver's cursor (app/storage/direct.py).
+_LOCK = _scoped(lambda scope: Direct(_ROW.where(scope).with_for_update(of=_CONVERSATIONS)))
 _COUNT = _scoped(lambda scope: select(_C.message_count).where(scope))
 _RELEASE = _scoped(
     lambda scope: (
@@ -86,27 +88,27 @@ _RENEW = _scoped(
         .values(lease_expires_at=bindparam("expires"))
     )
 )
-_LOAD = (
+_LOAD = Direct(
     select(_M.idx, _M.data)
     .where(_M.conversation_id == _KEY, _M.idx >= bindparam("start"), _M.idx < bindparam("end"))
     .order_by(_M.idx)
 )
-_INSERT_CONVERSATION = insert(_CONVERSATIONS)
-_INSERT_MESSAGES = insert(_MESSAGES)
+_INSERT_CONVERSATION = Direct(insert(_CONVERSATIONS))
+_INSERT_MESSAGES = Direct(insert(_MESSAGES))
 _LOCK_MANY = _ROW.where(_C.id.in_(bindparam("keys", expanding=True))).with_for_update(
     of=_CONVERSATIONS
 )
 
 
 @cache
-def _change(columns: tuple[str, ...], returning: bool) -> Any:
+def _change(columns: tuple[str, ...], returning: bool) -> Direct:
     """The UPDATE of a conversation (by ``key``) setting ``columns`` to ``new_<column>``."""
     statement = (
         update(_CONVERSATIONS)
         .where(_C.id == _KEY)
         .values({column: bindparam(f"new_{column}") for column in columns})
     )
-    return statement.returning(*_CONVERSATIONS.c) if returning else statement
+    return Direct(statement.returning(*_CONVERSATIONS.c) if returning else statement)
 
 
 def _new(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -237,9 +239,10 @@ class ConversationRepository:
         """Messages ``start`` to ``end`` (exclusive) of a conversation known to be visible."""
         if start >= end:
             return []
-        result = await self._session.execute(_LOAD, {"key": key, "start": start, "end": end})
+        rows = await _LOAD.rows(self._session, {"key": key, "start": start, "end": end})
         messages: builtins.list[Message] = []
-        for expected, (index, data) in enumerate(result, start):
+        for expected, row in enumerate(rows, start):
+            index, data = row["idx"], row["data"]
             if index != expected:
                 raise StoredDataError(key, expected, f"missing (next stored index is {index})")
             messages.append(load_message(key, index, data))
@@ -270,7 +273,7 @@ class ConversationRepository:
             "message_count": len(rows),
             **_NO_LEASE,
         }
-        await self._session.execute(_INSERT_CONVERSATION, values)
+        await _INSERT_CONVERSATION.execute(self._session, values)
         await self._insert_messages(list(rows))
         pending = tuple(r["pending_call_id"] for r in rows if r["pending_call_id"] is not None)
         return to_record(values, pending)
@@ -320,15 +323,13 @@ class ConversationRepository:
         if changes is not None:
             record = await self._bump(row, rows, **changes, **lease)
         else:
-            await self._session.execute(
-                _change(tuple(lease), False), {"key": row["id"], **_new(lease)}
-            )
+            await self._set(row["id"], lease)
             record = await self._record({**row, **lease}, row)
         return record, MessageList(await self._load(record.id, 0, record.message_count))
 
     async def _write_delta(
         self,
-        row: RowMapping,
+        row: Row,
         messages: Sequence[Message],
         tool_results: Sequence[ToolOutcome],
         config: dict[str, Any] | None,
@@ -379,18 +380,23 @@ class ConversationRepository:
         count = row["message_count"] + len(rows)
         return await self._bump(row, rows, message_count=count, **changes)
 
-    async def lock_for_runs(self, conversation_ids: Iterable[str]) -> dict[str, RowMapping]:
+    async def lock_for_runs(self, conversation_ids: Iterable[str]) -> dict[str, Row]:
         """Lock these conversations' rows (in one statement); the rows found, by id. A row's
         ``lease_run_id`` says which run may write to that conversation and its log."""
         keys = sorted({conversation_key(c) for c in conversation_ids})
-        result = await self._session.execute(_LOCK_MANY, {"keys": keys})
-        rows = {row["id"]: row for row in result.mappings()}
+        found: builtins.list[Row]
+        if len(keys) == 1:  # a flush of one run: the one-row lock, on the driver's cursor
+            found = await _LOCK[0].rows(self._session, {"key": keys[0]})
+        else:
+            result = await self._session.execute(_LOCK_MANY, {"keys": keys})
+            found = [dict(row) for row in result.mappings()]
+        rows: dict[str, Row] = {row["id"]: row for row in found}
         if self._owner is not None:
             rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
         return rows
 
     async def append_for_runs(
-        self, appends: Sequence[RunAppend], locked: Mapping[str, RowMapping] | None = None
+        self, appends: Sequence[RunAppend], locked: Mapping[str, Row] | None = None
     ) -> builtins.list[ConversationRecord | StorageError]:
         """Store what many runs produced, in a few statements however many there are.
 
@@ -403,6 +409,7 @@ class ConversationRepository:
         """
         if locked is None:
             locked = await self.lock_for_runs([a.conversation_id for a in appends])
+        # Copies: the records below are built from rows as this append changes them.
         rows = {key: dict(row) for key, row in locked.items()}
         pending: dict[str, builtins.list[str]] = defaultdict(list)
         with_pending = [key for key, row in rows.items() if row[_HAS_PENDING]]
@@ -447,13 +454,13 @@ class ConversationRepository:
             changed = [
                 {"key": k, **{f"new_{c}": rows[k][c] for c in _RUN_COLUMNS}} for k in touched
             ]
-            await self._session.execute(_change(_RUN_COLUMNS, False), changed)
+            await _change(_RUN_COLUMNS, False).execute(self._session, changed)
         return outcomes
 
     async def _insert_messages(self, rows: builtins.list[dict[str, Any]]) -> None:
         """Insert ``rows`` (and empty the list)."""
         if rows:
-            await self._session.execute(_INSERT_MESSAGES, rows)
+            await _INSERT_MESSAGES.execute(self._session, rows)
             rows.clear()
 
     async def clear(
@@ -522,9 +529,7 @@ class ConversationRepository:
             row = ended
         now = self._now()
         values = {"lease_run_id": run_id, "lease_expires_at": now + _ttl(ttl_seconds)}
-        await self._session.execute(
-            _change(tuple(values), False), {"key": row["id"], **_new(values)}
-        )
+        await self._set(row["id"], values)
         return await self._record({**row, **values}, row)
 
     async def renew_lease(self, conversation_id: str, run_id: str, ttl_seconds: float) -> bool:
@@ -546,12 +551,16 @@ class ConversationRepository:
 
     # --- internals ----------------------------------------------------------------------------
 
-    async def _locked_row(self, conversation_id: str) -> RowMapping:
+    async def _locked_row(self, conversation_id: str) -> Row:
         key = conversation_key(conversation_id)
-        row: RowMapping | None = (await self._scoped(_LOCK, key)).mappings().one_or_none()
-        if row is None:
+        rows: builtins.list[dict[str, Any]]
+        if self._owner is None:
+            rows = await _LOCK[0].rows(self._session, {"key": key})
+        else:
+            rows = await _LOCK[1].rows(self._session, {"key": key, "of_owner": self._owner})
+        if not rows:
             raise ConversationNotFound(conversation_id)
-        return row
+        return rows[0]
 
     async def _lock(
         self,
@@ -559,7 +568,7 @@ class ConversationRepository:
         *,
         expected_version: int | None,
         run_id: str | None = None,
-    ) -> RowMapping:
+    ) -> Row:
         """Lock the row, check the owner, the lease and the version; an expired lease is
         ended first."""
         row = await self._locked_row(conversation_id)
@@ -587,7 +596,7 @@ class ConversationRepository:
             return False
         return await self._end_abandoned_run(row) is not None
 
-    async def _end_abandoned_run(self, row: RowMapping) -> RowMapping | None:
+    async def _end_abandoned_run(self, row: Row) -> Row | None:
         """Hand the expired lease's run to the handler, release the lease; the row after, or
         None when the handler found the run alive (it holds the conversation still)."""
         handler = self._on_abandoned_run
@@ -596,14 +605,18 @@ class ConversationRepository:
         await self.release_lease(row["id"], row["lease_run_id"])
         return await self._locked_row(row["id"])
 
+    async def _set(self, key: str, values: Mapping[str, Any]) -> None:
+        """Set these columns of conversation ``key``, as they are (no version bump)."""
+        await _change(tuple(values), False).execute(self._session, {"key": key, **_new(values)})
+
     async def _bump(
-        self, row: RowMapping, added: Sequence[dict[str, Any]] = (), **values: Any
+        self, row: Row, added: Sequence[dict[str, Any]] = (), **values: Any
     ) -> ConversationRecord:
         """Change the locked ``row``, one version up; ``added``: the message rows just added."""
         values = {"version": row["version"] + 1, "updated_at": self._now(), **values}
         statement = _change(tuple(values), True)
-        result = await self._session.execute(statement, {"key": row["id"], **_new(values)})
-        return await self._record(result.mappings().one(), row, added)
+        changed = await statement.rows(self._session, {"key": row["id"], **_new(values)})
+        return await self._record(changed[0], row, added)
 
     async def _record(
         self,

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from app.storage.direct import Direct
 from app.storage.errors import ConversationNotFound, RunNotFound
 from app.storage.paging import newest_first
 from app.storage.records import (
@@ -78,7 +79,7 @@ class RunEnding:
 
 
 # A run's ending, for many runs in one statement; a finished run keeps its first ending.
-_FINISH = (
+_FINISH = Direct(
     update(RUNS)
     .where(_R.id == bindparam("run"), _R.finished_at.is_(None))
     .values(
@@ -90,9 +91,10 @@ _FINISH = (
 )
 
 
-# Built once (see app/storage/repository.py): the statements every run or flush runs.
-_INSERT_RUN = insert(RUNS)
-_INSERT_EVENTS = insert(RUN_EVENTS)
+# Built once (see app/storage/repository.py): the statements every run or flush runs, those
+# without expanding parameters on the driver's cursor (app/storage/direct.py).
+_INSERT_RUN = Direct(insert(RUNS))
+_INSERT_EVENTS = Direct(insert(RUN_EVENTS))
 _CANCEL_REQUESTED = select(_R.id).where(
     _R.id.in_(bindparam("ids", expanding=True)), _R.cancel_requested.is_(True)
 )
@@ -142,7 +144,7 @@ class RunRepository:
             "created_at": utcnow(),
             "finished_at": None,
         }
-        await self._session.execute(_INSERT_RUN, values)
+        await _INSERT_RUN.execute(self._session, values)
         return _record(values)
 
     async def get(
@@ -190,8 +192,8 @@ class RunRepository:
         """``finish`` for many runs, in one statement."""
         if endings:
             now = utcnow()
-            await self._session.execute(
-                _FINISH,
+            await _FINISH.execute(
+                self._session,
                 [
                     {
                         "run": e.run_id,
@@ -268,8 +270,8 @@ class RunRepository:
     async def add_events(self, rows: Sequence[EventRow]) -> None:
         """Append event rows (of any runs) in one statement."""
         if rows:
-            await self._session.execute(
-                _INSERT_EVENTS,
+            await _INSERT_EVENTS.execute(
+                self._session,
                 [
                     {
                         "run_id": r.run_id,

@@ -1,0 +1,163 @@
+"""Hot statements on the driver's cursor: SQLAlchemy compiles them, the cursor runs them.
+
+Imports SQLAlchemy only. ``AsyncConnection.execute`` costs 40–110 µs of Python a statement —
+its greenlet bridge, execution context and result objects — more than SQLite takes to run one,
+and a run's start runs six (docs/performance.md). A ``Direct`` statement is a Core statement
+compiled by SQLAlchemy once per dialect and set of parameter names, run on the DBAPI cursor that
+SQLAlchemy adapted for the driver, inside one ``run_sync``:
+
+- in the transaction SQLAlchemy began, or begins now (with its ``begin`` hook: SQLite's
+  ``BEGIN IMMEDIATE``), so it mixes freely with statements run the usual way;
+- with the same type processing both ways (each bound value through its type's bind processor
+  for the dialect, each result column through its result processor);
+- raising SQLAlchemy's own exception classes (``IntegrityError``, ``OperationalError``, …), a
+  lost connection invalidated as SQLAlchemy does it.
+
+What it does not do, and refuses when compiling: expanding (``IN``) or literal-rendered
+parameters, defaults computed in Python (pass every column), implicit ``RETURNING``. Rows come
+back as dicts keyed like ``Result.mappings()``.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ReturnsRows
+
+Params = Mapping[str, Any]
+Row = Mapping[str, Any]
+"""A row as the storage layer reads it: ``Direct``'s dicts and ``Result.mappings()`` alike."""
+_Processor = Callable[[Any], Any] | None
+
+
+@dataclass
+class _Form:
+    """A statement as compiled for one dialect and one set of parameter names."""
+
+    sql: str
+    names: tuple[str, ...]
+    """The bound parameters in the order the SQL takes them."""
+    bind_processors: tuple[_Processor, ...]
+    compiled: SQLCompiler
+    columns: tuple[tuple[str, Any], ...]
+    """The result columns' keys and types (none: the statement returns no rows)."""
+    result_processors: tuple[_Processor, ...] | None = field(default=None)
+
+    def parameters(self, params: Params) -> tuple[Any, ...]:
+        values = self.compiled.construct_params(params)
+        return tuple(
+            value if process is None else process(value)
+            for value, process in zip(
+                (values[name] for name in self.names), self.bind_processors, strict=True
+            )
+        )
+
+    def rows(
+        self, fetched: Sequence[Any], description: Any, dialect: Dialect
+    ) -> list[dict[str, Any]]:
+        processors = self.result_processors
+        if processors is None:
+            processors = self.result_processors = tuple(
+                type_.dialect_impl(dialect).result_processor(dialect, described[1])
+                for (_, type_), described in zip(self.columns, description, strict=True)
+            )
+        keys = [key for key, _ in self.columns]
+        return [
+            {
+                key: value if process is None else process(value)
+                for key, value, process in zip(keys, row, processors, strict=True)
+            }
+            for row in fetched
+        ]
+
+
+class Direct:
+    """One Core statement, run on the driver's cursor (see the module's docstring)."""
+
+    def __init__(self, statement: ReturnsRows) -> None:
+        self.statement = statement
+        self._forms: weakref.WeakKeyDictionary[Dialect, dict[tuple[Any, ...], _Form]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    async def rows(self, session: AsyncConnection, params: Params) -> list[dict[str, Any]]:
+        """Run it once with ``params``; the rows it returns."""
+        rows, _ = await session.run_sync(self._run, params, False)
+        return rows
+
+    async def execute(self, session: AsyncConnection, params: Params | Sequence[Params]) -> int:
+        """Run it with ``params``, or once per mapping of a list (``executemany``); the rows it
+        changed, as the driver counts them."""
+        many = isinstance(params, Sequence)
+        if many and not params:
+            return 0
+        _, rowcount = await session.run_sync(self._run, params, many)
+        return rowcount
+
+    def _run(self, conn: Connection, params: Any, many: bool) -> tuple[list[dict[str, Any]], int]:
+        dialect = conn.dialect
+        form = self._form(dialect, params[0] if many else params, many)
+        if not conn.in_transaction():
+            conn.begin()
+        dbapi_connection = conn.connection
+        cursor = dbapi_connection.cursor()
+        try:
+            if many:
+                cursor.executemany(form.sql, [form.parameters(p) for p in params])
+            else:
+                cursor.execute(form.sql, form.parameters(params))
+            rows = form.rows(cursor.fetchall(), cursor.description, dialect) if form.columns else []
+            return rows, cursor.rowcount
+        except dialect.loaded_dbapi.Error as error:
+            invalidated = dialect.is_disconnect(error, dbapi_connection, cursor)
+            if invalidated:
+                conn.invalidate(error)
+            raise DBAPIError.instance(
+                form.sql,
+                params,
+                error,
+                dialect.loaded_dbapi.Error,
+                connection_invalidated=invalidated,
+                dialect=dialect,
+            ) from error
+        finally:
+            if not conn.invalidated:
+                cursor.close()
+
+    def _form(self, dialect: Dialect, params: Params, many: bool) -> _Form:
+        forms = self._forms.setdefault(dialect, {})
+        key = (*params, many)
+        form = forms.get(key)
+        if form is None:
+            form = forms[key] = _compile(self.statement, dialect, list(params), many)
+        return form
+
+
+def _compile(statement: ReturnsRows, dialect: Dialect, keys: list[str], many: bool) -> _Form:
+    compiled = statement.compile(dialect=dialect, column_keys=keys, for_executemany=many)
+    assert isinstance(compiled, SQLCompiler)
+    refused = (
+        compiled.post_compile_params
+        or compiled.literal_execute_params
+        or compiled.insert_prefetch
+        or compiled.update_prefetch
+        or compiled.implicit_returning
+        or compiled.escaped_bind_names
+        or compiled.positiontup is None
+    )
+    if refused:
+        raise ValueError(f"not a statement Direct runs as it is: {compiled.string}")
+    names = tuple(compiled.positiontup or ())
+    binds = compiled.binds
+    processors = tuple(
+        binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names
+    )
+    columns = tuple((column.key, column.type) for column in statement.exported_columns)
+    return _Form(compiled.string, names, processors, compiled, columns)

@@ -1,0 +1,133 @@
+"""Direct statements: what SQLAlchemy's own execution gives, in its transaction, with its errors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import bindparam, exists, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from app.storage import Database, is_transient
+from app.storage.direct import Direct
+from app.storage.tables import CONVERSATIONS, MESSAGES, RUN_EVENTS
+
+_C, _M = CONVERSATIONS.c, MESSAGES.c
+_ROW = select(
+    CONVERSATIONS,
+    exists().where(_M.conversation_id == _C.id, _M.pending_call_id.is_not(None)).label("pending"),
+).where(_C.id == bindparam("key"))
+_BUMP = (
+    update(CONVERSATIONS)
+    .where(_C.id == bindparam("key"))
+    .values(
+        version=bindparam("new_version"),
+        config=bindparam("new_config"),
+        lease_expires_at=bindparam("new_expires"),
+    )
+    .returning(*CONVERSATIONS.c)
+)
+NOW = datetime(2026, 11, 25, 12, 30, 15, 123456, tzinfo=UTC)
+
+
+def conversation(key: str, **values: Any) -> dict[str, Any]:
+    return {
+        "id": key,
+        "owner": "alice",
+        "created_at": NOW,
+        "updated_at": NOW,
+        "config": {"model": "m", "temperature": 0.5, "tools": [{"name": "é"}]},
+        "metadata": {},
+        "version": 1,
+        "message_count": 0,
+        "lease_run_id": None,
+        "lease_expires_at": None,
+        **values,
+    }
+
+
+async def test_rows_and_values_are_those_of_sqlalchemy(database: Database) -> None:
+    expires = NOW + timedelta(seconds=6)
+    async with database.transaction() as session:
+        await Direct(insert(CONVERSATIONS)).execute(
+            session, conversation("a" * 32, lease_run_id="r", lease_expires_at=expires)
+        )
+        await session.execute(insert(CONVERSATIONS), conversation("b" * 32))
+        await Direct(insert(MESSAGES)).execute(
+            session,
+            [
+                {"conversation_id": "a" * 32, "idx": i, "data": f"m{i}", "pending_call_id": p}
+                for i, p in enumerate([None, "call-1"])
+            ],
+        )
+    async with database.session() as session:
+        for key in ("a" * 32, "b" * 32):
+            direct = await Direct(_ROW).rows(session, {"key": key})
+            usual = [dict(row) for row in (await session.execute(_ROW, {"key": key})).mappings()]
+            assert direct == usual and len(direct) == 1
+        row = (await Direct(_ROW).rows(session, {"key": "a" * 32}))[0]
+        assert row["lease_expires_at"] == expires and row["created_at"].tzinfo is not None
+        assert row["config"]["tools"] == [{"name": "é"}] and row["pending"] is True
+        changed = await Direct(_BUMP).rows(
+            session,
+            {"key": "b" * 32, "new_version": 2, "new_config": {"x": [1]}, "new_expires": NOW},
+        )
+        await session.commit()
+    assert changed[0]["version"] == 2 and changed[0]["config"] == {"x": [1]}
+    assert changed[0]["lease_expires_at"] == NOW
+    async with database.session() as session:
+        stored = (await session.execute(_ROW, {"key": "b" * 32})).mappings().one()
+        assert {**stored} == {**changed[0], "pending": False}
+
+
+async def test_a_direct_statement_runs_in_the_sessions_transaction(database: Database) -> None:
+    async with database.session() as session:  # never committed: rolled back when it closes
+        await Direct(insert(CONVERSATIONS)).execute(session, conversation("c" * 32))
+        assert session.in_transaction()
+        assert await Direct(_ROW).rows(session, {"key": "c" * 32})
+    async with database.session() as session:
+        assert await Direct(_ROW).rows(session, {"key": "c" * 32}) == []
+        assert await Direct(update(CONVERSATIONS).values(version=9)).execute(session, {}) == 0
+
+
+async def test_errors_are_sqlalchemys_and_the_session_stays_usable(database: Database) -> None:
+    async with database.transaction() as session:
+        await Direct(insert(CONVERSATIONS)).execute(session, conversation("d" * 32))
+    async with database.session() as session:
+        with pytest.raises(IntegrityError) as raised:
+            await Direct(insert(CONVERSATIONS)).execute(session, conversation("d" * 32))
+        assert not is_transient(raised.value)
+        await session.rollback()
+        assert len(await Direct(_ROW).rows(session, {"key": "d" * 32})) == 1
+
+
+async def test_statements_it_cannot_run_as_they_are_are_refused(database: Database) -> None:
+    expanding = select(_C.id).where(_C.id.in_(bindparam("keys", expanding=True)))
+    async with database.session() as session:
+        with pytest.raises(ValueError, match="not a statement Direct runs"):
+            await Direct(expanding).rows(session, {"keys": ["a"]})
+        with pytest.raises(ValueError, match="not a statement Direct runs"):  # a Python default
+            row = {"run_id": "x", "seq": 1, "name": "n", "data": "{}"}  # no count: default 1
+            await Direct(insert(RUN_EVENTS)).execute(session, row)
+
+
+async def test_a_lost_connection_is_invalidated_and_transient(
+    database: Database, backend: str
+) -> None:
+    if backend != "postgres":
+        pytest.skip("SQLite connections do not die with a server")
+    async with database.session() as session:
+        pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+        killer = create_async_engine(database.url, poolclass=NullPool)
+        async with killer.connect() as other:
+            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await killer.dispose()
+        with pytest.raises(Exception) as raised:
+            await Direct(_ROW).rows(session, {"key": "e" * 32})
+        assert is_transient(raised.value)
+        assert session.invalidated
+    async with database.session() as session:  # the pool gives a new connection
+        assert await Direct(_ROW).rows(session, {"key": "e" * 32}) == []
