@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -25,9 +25,11 @@ from app.runs.events import RunEvent, make_event, merged_rows
 from app.runs.live import LiveRun, RunManager
 from app.settings import Settings
 from app.storage import (
+    ConversationNotFound,
     ConversationRecord,
     ConversationRepository,
     EventRow,
+    LeaseLost,
     RunAppend,
     RunEnding,
     RunRepository,
@@ -236,15 +238,16 @@ class EventWriter:
             # Only the run holding its conversation writes to its log. A run whose lease was
             # taken while this process stood still (past the lease: another process ended the
             # run) has its events dropped and is stopped; its commits meet LeaseLost.
-            locked = await repo.lock_for_runs([g.run.conversation_id for g in groups])
-            lost = [g.run for g in groups if not _holds(g.run, locked)]
+            lost: list[LiveRun] = []
             landed: dict[str, list[RunEvent]] = {}
             if commits:
-                records = await repo.append_for_runs([_append(c) for c in commits], locked)
+                records = await repo.append_for_runs([_append(c) for c in commits])
                 endings: list[RunEnding] = []
                 for commit, record in zip(commits, records, strict=True):
                     if isinstance(record, StorageError):
                         outcomes.append(record)
+                        if isinstance(record, LeaseLost | ConversationNotFound):
+                            lost.append(commit.run)
                         continue
                     run, specs = commit.run, commit.events(record)
                     numbered = [make_event(run.seq + i + 1, *spec) for i, spec in enumerate(specs)]
@@ -255,6 +258,11 @@ class EventWriter:
                             RunEnding(run.run_id, ending.status, ending.error_code, ending.usage)
                         )
                 await run_repo.finish_many(endings)
+            committing = {commit.run.run_id for commit in commits}
+            waiting = [g.run for g in groups if g.run.run_id not in committing]
+            if waiting:
+                holders = await repo.lease_holders([run.conversation_id for run in waiting])
+                lost += [run for run in waiting if holders.get(run.conversation_id) != run.run_id]
             rows: list[EventRow] = []
             for group in groups:
                 if group.run in lost:
@@ -333,12 +341,6 @@ class _Group:
     run: LiveRun
     events: list[RunEvent] = field(default_factory=list)
     commits: list[Commit] = field(default_factory=list)
-
-
-def _holds(run: LiveRun, locked: Mapping[str, Mapping[Any, Any]]) -> bool:
-    """Whether ``run`` holds its conversation's lease, by the rows ``lock_for_runs`` returned."""
-    row = locked.get(run.conversation_id)
-    return row is not None and row["lease_run_id"] == run.run_id
 
 
 def _append(commit: Commit) -> RunAppend:

@@ -98,6 +98,11 @@ _INSERT_MESSAGES = Direct(insert(_MESSAGES))
 _LOCK_MANY = _ROW.where(_C.id.in_(bindparam("keys", expanding=True))).with_for_update(
     of=_CONVERSATIONS
 )
+_HOLDERS = (
+    select(_C.id, _C.owner, _C.lease_run_id)
+    .where(_C.id.in_(bindparam("keys", expanding=True)))
+    .with_for_update()
+)
 
 
 @cache
@@ -380,23 +385,19 @@ class ConversationRepository:
         count = row["message_count"] + len(rows)
         return await self._bump(row, rows, message_count=count, **changes)
 
-    async def lock_for_runs(self, conversation_ids: Iterable[str]) -> dict[str, Row]:
-        """Lock these conversations' rows (in one statement); the rows found, by id. A row's
-        ``lease_run_id`` says which run may write to that conversation and its log."""
+    async def lease_holders(self, conversation_ids: Iterable[str]) -> dict[str, str | None]:
+        """Lock these conversations' rows, in one statement; which run holds each one's lease
+        (None: no run), by id. Only a holder writes to its conversation and its run's log."""
         keys = sorted({conversation_key(c) for c in conversation_ids})
-        found: builtins.list[Row]
-        if len(keys) == 1:  # a flush of one run: the one-row lock, on the driver's cursor
-            found = await _LOCK[0].rows(self._session, {"key": keys[0]})
-        else:
-            result = await self._session.execute(_LOCK_MANY, {"keys": keys})
-            found = [dict(row) for row in result.mappings()]
-        rows: dict[str, Row] = {row["id"]: row for row in found}
-        if self._owner is not None:
-            rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
-        return rows
+        result = await self._session.execute(_HOLDERS, {"keys": keys})
+        return {
+            key: holder
+            for key, owner, holder in result
+            if self._owner is None or owner == self._owner
+        }
 
     async def append_for_runs(
-        self, appends: Sequence[RunAppend], locked: Mapping[str, Row] | None = None
+        self, appends: Sequence[RunAppend]
     ) -> builtins.list[ConversationRecord | StorageError]:
         """Store what many runs produced, in a few statements however many there are.
 
@@ -404,13 +405,17 @@ class ConversationRepository:
         order; several may touch one conversation), except that the lease is let go even when
         it brings no message. Its outcome is the record after it, or the StorageError that
         kept it from being written (LeaseLost, ConversationNotFound, DuplicateToolCall).
-        ``locked``: what ``lock_for_runs`` returned in this transaction for (at least) these
-        conversations, when the caller locked them already.
         """
-        if locked is None:
-            locked = await self.lock_for_runs([a.conversation_id for a in appends])
-        # Copies: the records below are built from rows as this append changes them.
-        rows = {key: dict(row) for key, row in locked.items()}
+        keys = sorted({conversation_key(a.conversation_id) for a in appends})
+        found: builtins.list[Row]
+        if len(keys) == 1:  # a flush of one run: the one-row lock, on the driver's cursor
+            found = await _LOCK[0].rows(self._session, {"key": keys[0]})
+        else:
+            result = await self._session.execute(_LOCK_MANY, {"keys": keys})
+            found = [dict(row) for row in result.mappings()]
+        rows = {row["id"]: dict(row) for row in found}
+        if self._owner is not None:
+            rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
         pending: dict[str, builtins.list[str]] = defaultdict(list)
         with_pending = [key for key, row in rows.items() if row[_HAS_PENDING]]
         for key, ids in (await pending_ids(self._session, with_pending)).items():
