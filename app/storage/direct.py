@@ -10,12 +10,19 @@ SQLAlchemy adapted for the driver, inside one ``run_sync``:
   ``BEGIN IMMEDIATE``), so it mixes freely with statements run the usual way;
 - with the same type processing both ways (each bound value through its type's bind processor
   for the dialect, each result column through its result processor);
-- raising SQLAlchemy's own exception classes (``IntegrityError``, ``OperationalError``, …), a
-  lost connection invalidated as SQLAlchemy does it.
+- failing as SQLAlchemy's execution does: its exception classes (``IntegrityError``,
+  ``OperationalError``, …), a lost connection invalidated with the rest of the pool (its own
+  ``Connection._handle_dbapi_exception``), asyncpg's prepared statements made again after a
+  schema change (as SQLAlchemy's asyncpg execution context does).
 
 What it does not do, and refuses when compiling: expanding (``IN``) or literal-rendered
 parameters, defaults computed in Python (pass every column), implicit ``RETURNING``. Rows come
 back as dicts keyed like ``Result.mappings()``.
+
+The failure path leans on private names of SQLAlchemy's (``Connection._handle_dbapi_exception``
+and the asyncpg dialect's schema-cache stamp), as its own execution uses them;
+tests/storage/test_direct.py holds each behaviour to SQLAlchemy's, so an upgrade that moves them
+fails there.
 """
 
 from __future__ import annotations
@@ -26,7 +33,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Connection, Dialect
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.expression import ReturnsRows
@@ -94,7 +100,7 @@ class Direct:
 
     async def execute(self, session: AsyncConnection, params: Params | Sequence[Params]) -> int:
         """Run it with ``params``, or once per mapping of a list (``executemany``); the rows it
-        changed, as the driver counts them."""
+        changed, as the driver counts them (asyncpg does not count an ``executemany``: -1)."""
         many = isinstance(params, Sequence)
         if many and not params:
             return 0
@@ -106,30 +112,23 @@ class Direct:
         form = self._form(dialect, params[0] if many else params, many)
         if not conn.in_transaction():
             conn.begin()
-        dbapi_connection = conn.connection
-        cursor = dbapi_connection.cursor()
+        cursor = conn.connection.cursor()
         try:
+            _prepare_as_sqlalchemy_would(dialect, cursor)
             if many:
                 cursor.executemany(form.sql, [form.parameters(p) for p in params])
             else:
                 cursor.execute(form.sql, form.parameters(params))
             rows = form.rows(cursor.fetchall(), cursor.description, dialect) if form.columns else []
-            return rows, cursor.rowcount
-        except dialect.loaded_dbapi.Error as error:
-            invalidated = dialect.is_disconnect(error, dbapi_connection, cursor)
-            if invalidated:
-                conn.invalidate(error)
-            raise DBAPIError.instance(
-                form.sql,
-                params,
-                error,
-                dialect.loaded_dbapi.Error,
-                connection_invalidated=invalidated,
-                dialect=dialect,
-            ) from error
-        finally:
-            if not conn.invalidated:
-                cursor.close()
+            rowcount = cursor.rowcount
+        except BaseException as error:
+            _note_schema_change(dialect, error)
+            # SQLAlchemy's own handling of a failed statement: its exception classes (a
+            # StatementError for one raised before the driver, by a type's processor), a lost
+            # connection invalidated with the rest of the pool, the cursor closed.
+            conn._handle_dbapi_exception(error, form.sql, params, cursor, None)
+        cursor.close()
+        return rows, rowcount
 
     def _form(self, dialect: Dialect, params: Params, many: bool) -> _Form:
         forms = self._forms.setdefault(dialect, {})
@@ -138,6 +137,27 @@ class Direct:
         if form is None:
             form = forms[key] = _compile(self.statement, dialect, list(params), many)
         return form
+
+
+def _prepare_as_sqlalchemy_would(dialect: Dialect, cursor: Any) -> None:
+    """asyncpg keeps each connection's prepared statements; after a schema change (a migration
+    run by another process) one fails once, and SQLAlchemy's execution context then has every
+    connection prepare again (``PGExecutionContext_asyncpg.pre_exec``). So does this."""
+    asof = getattr(dialect, "_invalidate_schema_cache_asof", None)
+    if asof is not None:
+        cursor._invalidate_schema_cache_asof = asof
+
+
+def _note_schema_change(dialect: Dialect, error: BaseException) -> None:
+    """The other half (``PGExecutionContext_asyncpg.handle_dbapi_exception``)."""
+    dbapi = dialect.loaded_dbapi
+    stale = tuple(
+        getattr(dbapi, name)
+        for name in ("InvalidCachedStatementError", "InternalServerError")
+        if hasattr(dbapi, name)
+    )
+    if stale and isinstance(error, stale):
+        dialect._invalidate_schema_cache()  # type: ignore[attr-defined]
 
 
 def _compile(statement: ReturnsRows, dialect: Dialect, keys: list[str], many: bool) -> _Form:

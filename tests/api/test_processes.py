@@ -226,8 +226,9 @@ async def test_a_process_paused_past_its_lease_lets_its_run_go_without_writing(
     keeping what was stored. When the first goes on, its run stops (``lease_lost``) and writes
     nothing more: the stored log is the other process's, with one ``done``."""
     a, b = two(start_server, offline_delay_ms=20, run_lease_seconds=1)
+    long_reply = " ".join(f"w{i}" for i in range(400))  # 8 s: still running when paused
     async with httpx.AsyncClient(timeout=20) as http:
-        conv_id, response, stream = await open_stream(http, a.url)
+        conv_id, response, stream = await open_stream(http, a.url, text=long_reply)
         seen = await read_deltas(stream, 5)
         run_id = (seen[0].id or "").split(":")[0]
         await asyncio.sleep(0.3)  # more than a flush interval (0.1 s)

@@ -254,17 +254,23 @@ async def test_a_run_that_loses_its_lease_stops_without_writing(
     services = await make_services(PacedAdapter(500, 0.01), run_lease_seconds=0.3)
     conv_id = await new_conversation(services, "hi")
     run = await start_run(services, conv_id)
+    await asyncio.sleep(0.15)  # a flush of its first words
     async with services.repository(None) as repo:
         await repo.session.execute(
             update(CONVERSATIONS)
             .where(CONVERSATIONS.c.id == conv_id)
             .values(lease_run_id="someone-else")
         )
+        before = await RunRepository(repo.session).events_after(run.run_id, 0)
     events = await asyncio.wait_for(all_events(run), 3)
     assert names(events)[-2:] == ["error", "done"]
     assert body(events[-2])["code"] == "lease_lost"
     assert body(events[-1])["status"] == "aborted"
     assert len(await conversations(services).messages(conv_id)) == 2
+    await asyncio.sleep(0.2)  # past a flush
+    async with services.reader(None) as reader:
+        after = await RunRepository(reader.session).events_after(run.run_id, 0)
+    assert len(before) >= 2 and after == before  # the taken run's log got nothing more
 
 
 async def test_an_abandoned_run_is_ended_by_the_next_writer_with_its_streamed_text(

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import bindparam, exists, insert, select, text, update
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
@@ -114,6 +114,44 @@ async def test_statements_it_cannot_run_as_they_are_are_refused(database: Databa
             await Direct(insert(RUN_EVENTS)).execute(session, row)
 
 
+async def test_a_value_its_type_refuses_is_a_statement_error(database: Database) -> None:
+    naive = conversation("f" * 32, created_at=datetime(2026, 1, 1))  # UTCDateTime needs a zone
+    async with database.session() as session:
+        with pytest.raises(StatementError):
+            await Direct(insert(CONVERSATIONS)).execute(session, naive)
+
+
+async def test_after_a_schema_change_a_connection_prepares_its_statements_again(
+    database_url: str, backend: str
+) -> None:
+    """asyncpg keeps prepared statements per connection: after another process changes the
+    schema, one use fails, as through SQLAlchemy, and the next prepares anew."""
+    if backend != "postgres":
+        pytest.skip("SQLite prepares again by itself")
+    database = Database(database_url, engine_options={"pool_size": 1, "max_overflow": 0})
+    other = create_async_engine(database.url, poolclass=NullPool)
+    alter = "ALTER TABLE conversations ALTER COLUMN lease_run_id TYPE {}"
+    try:
+        async with database.session() as session:
+            assert await Direct(_ROW).rows(session, {"key": "g" * 32}) == []
+        async with other.begin() as connection:
+            await connection.execute(text(alter.format("VARCHAR(80)")))
+        outcomes = []
+        for _ in range(3):
+            async with database.session() as session:
+                try:
+                    await Direct(_ROW).rows(session, {"key": "g" * 32})
+                    outcomes.append("ok")
+                except DBAPIError as exc:
+                    outcomes.append(type(exc.orig).__name__)
+        assert outcomes[1:] == ["ok", "ok"], outcomes
+    finally:
+        async with other.begin() as connection:
+            await connection.execute(text(alter.format("VARCHAR(64)")))
+        await other.dispose()
+        await database.dispose()
+
+
 async def test_a_lost_connection_is_invalidated_and_transient(
     database: Database, backend: str
 ) -> None:
@@ -131,3 +169,35 @@ async def test_a_lost_connection_is_invalidated_and_transient(
         assert session.invalidated
     async with database.session() as session:  # the pool gives a new connection
         assert await Direct(_ROW).rows(session, {"key": "e" * 32}) == []
+
+
+async def test_a_lost_connection_invalidates_the_rest_of_the_pool(
+    database_url: str, backend: str
+) -> None:
+    """The server restarted: every pooled connection is dead, but only one use fails."""
+    if backend != "postgres":
+        pytest.skip("SQLite connections do not die with a server")
+    database = Database(database_url, engine_options={"pool_size": 2, "max_overflow": 0})
+    try:
+        async with database.session() as first, database.session() as second:
+            pids = [
+                (await s.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+                for s in (first, second)
+            ]
+        killer = create_async_engine(database.url, poolclass=NullPool)
+        async with killer.connect() as other:
+            for pid in pids:
+                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+        await killer.dispose()
+        outcomes = []
+        for _ in range(2):
+            async with database.session() as session:
+                try:
+                    await Direct(_ROW).rows(session, {"key": "h" * 32})
+                    outcomes.append("ok")
+                except DBAPIError as exc:
+                    assert is_transient(exc)
+                    outcomes.append("lost")
+        assert outcomes == ["lost", "ok"]
+    finally:
+        await database.dispose()
