@@ -270,7 +270,7 @@ async def test_a_run_that_loses_its_lease_stops_without_writing(
     await asyncio.sleep(0.2)  # past a flush
     async with services.reader(None) as reader:
         after = await RunRepository(reader.session).events_after(run.run_id, 0)
-    assert len(before) >= 2 and after == before  # the taken run's log got nothing more
+    assert after == before  # the taken run's log got nothing more
 
 
 async def test_an_abandoned_run_is_ended_by_the_next_writer_with_its_streamed_text(
