@@ -407,13 +407,13 @@ class ConversationRepository:
         kept it from being written (LeaseLost, ConversationNotFound, DuplicateToolCall).
         """
         keys = sorted({conversation_key(a.conversation_id) for a in appends})
-        found: builtins.list[Row]
+        found: builtins.list[dict[str, Any]]  # fresh dicts: changed below as appends land
         if len(keys) == 1:  # a flush of one run: the one-row lock, on the driver's cursor
             found = await _LOCK[0].rows(self._session, {"key": keys[0]})
         else:
             result = await self._session.execute(_LOCK_MANY, {"keys": keys})
             found = [dict(row) for row in result.mappings()]
-        rows = {row["id"]: dict(row) for row in found}
+        rows = {row["id"]: row for row in found}
         if self._owner is not None:
             rows = {key: row for key, row in rows.items() if row["owner"] == self._owner}
         pending: dict[str, builtins.list[str]] = defaultdict(list)
