@@ -3,7 +3,7 @@
 May import the domain, the provider helpers and the ``anthropic`` SDK. Three translations: our
 messages to a messages request (``anthropic_turns``), the event stream to our StreamChunks
 (``_EventReader``, over the shared SSE parser: no SDK object per event), the SDK's exceptions
-to ProviderError (``errors.anthropic_error``). The SDK client sends the request (``_open``).
+to ProviderError (``errors.anthropic_error``). The SDK client sends the request (``SSEAdapter._send``).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +53,8 @@ class AnthropicAdapter(SSEAdapter):
 
     name = "anthropic"
     _sdk_errors = (anthropic.AnthropicError,)
+    _endpoint = "/v1/messages"
+    _stream_class = anthropic.AsyncStream
 
     config: AnthropicConfig
     _client: anthropic.AsyncAnthropic | None
@@ -101,20 +102,6 @@ class AnthropicAdapter(SSEAdapter):
         if tools:
             request["tools"] = [anthropic_tool(t) for t in tools]
         return request
-
-    def _open(self, request: dict[str, Any]) -> AbstractAsyncContextManager[Any]:
-        """The SDK's streaming response: it sends the request and raises for a failed status.
-
-        The body goes whole as ``extra_body`` (see the ``openai`` adapter: the SDK would walk
-        every message of the history against its TypedDicts otherwise).
-        """
-        return self.client.messages.with_streaming_response.create(
-            model=request["model"],
-            max_tokens=request["max_tokens"],
-            messages=[],
-            stream=True,
-            extra_body=request,
-        )
 
     def _translator(self) -> _EventReader:
         return _EventReader()
