@@ -3,7 +3,8 @@
 May import the domain, the provider helpers and the ``anthropic`` SDK. Three translations: our
 messages to a messages request (``anthropic_turns``), the event stream to our StreamChunks
 (``_EventReader``, over the shared SSE parser: no SDK object per event), the SDK's exceptions
-to ProviderError (``errors.anthropic_error``). The SDK client sends the request (``SSEAdapter._send``).
+to ProviderError (``errors.anthropic_error``). The SDK client sends the request
+(``SSEAdapter._send``).
 """
 
 from __future__ import annotations
@@ -178,7 +179,7 @@ class _Block:
         raw = "".join(self.fragments).strip()
         try:
             params = json.loads(raw) if raw else self.initial
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON; nested past what Python decodes
             params = None
         if not isinstance(params, dict):
             raise bad_response(

@@ -3,7 +3,8 @@
 May import the domain, the provider helpers and the ``openai`` SDK. Three translations: our
 messages to a chat-completions request (``_request``), the chunk stream to our StreamChunks
 (``_ChunkReader``, over the shared SSE parser: no SDK object per chunk), the SDK's exceptions
-to ProviderError (``errors.openai_error``). The SDK client sends the request (``SSEAdapter._send``).
+to ProviderError (``errors.openai_error``). The SDK client sends the request
+(``SSEAdapter._send``).
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ class _CallBuffer:
         raw = "".join(self.arguments).strip()
         try:
             params = json.loads(raw) if raw else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON; nested past what Python decodes
             params = None
         if not isinstance(params, dict):
             raise bad_response(

@@ -7,6 +7,8 @@ import asyncio
 import time
 from contextlib import aclosing
 
+import pytest
+
 from app.domain import (
     ContentBlockDelta,
     RequestOptions,
@@ -153,12 +155,13 @@ async def test_closing_early_closes_the_upstream_request(
     assert conv.messages[-1] == TextMessage("One two", Role.ASSISTANT, incomplete=True)
 
 
+@pytest.mark.parametrize("tool_input", ['{"q": ', "[" * 5000 + "]" * 5000], ids=["cut", "too-deep"])
 async def test_tool_input_that_is_not_json_is_retried(
-    server: FakeServer, anthropic_adapter: AnthropicAdapter
+    server: FakeServer, anthropic_adapter: AnthropicAdapter, tool_input: str
 ) -> None:
     events = [
         wire.an_start(),
-        *wire.an_tool_block(0, "toolu_x", "lookup", '{"q": '),
+        *wire.an_tool_block(0, "toolu_x", "lookup", tool_input),
         *wire.an_stop(),
     ]
     server.script(Reply(events=events), Reply(events=wire.an_text("Sorry.")))

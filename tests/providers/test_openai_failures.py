@@ -7,6 +7,8 @@ import asyncio
 import time
 from contextlib import aclosing
 
+import pytest
+
 from app.domain import (
     ContentBlockDelta,
     MessageStop,
@@ -165,10 +167,13 @@ async def test_closing_early_closes_the_upstream_request(
     assert conv.messages[-1] == TextMessage("One two", Role.ASSISTANT, incomplete=True)
 
 
+@pytest.mark.parametrize(
+    "arguments", ["[1, 2", '{"a": ' * 5000 + "1" + "}" * 5000], ids=["cut", "too-deep"]
+)
 async def test_arguments_that_are_not_json(
-    server: FakeServer, openai_adapter: OpenAIAdapter
+    server: FakeServer, openai_adapter: OpenAIAdapter, arguments: str
 ) -> None:
-    events = [wire.oa_call(0, "c", "lookup", "[1, 2"), wire.oa_chunk({}, finish="tool_calls")]
+    events = [wire.oa_call(0, "c", "lookup", arguments), wire.oa_chunk({}, finish="tool_calls")]
     server.script(*[Reply(events=[*events, wire.OA_DONE])] * 3)
     _, error = await drain(openai_adapter.stream_message([TextMessage("x")], [], OPTIONS))
     assert error is not None and error.code == "bad_response" and "lookup" in error.detail
