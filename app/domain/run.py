@@ -9,6 +9,7 @@ stored as pending) until the model answers with text or a client tool call is pe
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import AsyncGenerator
 from contextlib import aclosing
 from dataclasses import dataclass, field
@@ -130,11 +131,14 @@ async def _model_round(
     run.replying = True
     conversation.reply_began()
     stream = adapter.stream_message(repair_history(window.messages), specs, options)
+    call_ids: set[str] = set()
     try:
         async for received in stream:
             if run.superseded:
                 return
             chunk = _scrubbed(received)
+            if isinstance(chunk, ToolUse):
+                _check_call(chunk, call_ids, adapter.name)
             if isinstance(chunk, ContentBlockDelta):
                 run.partial.append(chunk.delta)
             yield chunk
@@ -162,6 +166,33 @@ def _scrubbed(chunk: StreamChunk) -> StreamChunk:
             id=scrub_text(chunk.id),
         )
     return chunk
+
+
+def _check_call(call: ToolUse, earlier_ids: set[str], provider: str) -> None:
+    """Refuse (``bad_response``) a tool call that could not be answered or stored: an id an
+    earlier call of the same reply has (its result would answer both), or arguments holding a
+    number JSON cannot (NaN, infinity: a provider's JSON may, storage's may not)."""
+    if call.id in earlier_ids:
+        raise ProviderError(
+            "bad_response",
+            f"{provider}: two tool calls of one reply have the id {call.id!r}",
+            retryable=True,
+        )
+    earlier_ids.add(call.id)
+    values: list[Any] = [call.params]
+    while values:
+        value = values.pop()
+        if isinstance(value, dict):
+            values.extend(value.values())
+        elif isinstance(value, list):
+            values.extend(value)
+        elif isinstance(value, float) and not math.isfinite(value):
+            raise ProviderError(
+                "bad_response",
+                f"{provider}: the arguments of tool call {call.tool_name!r} hold {value!r}, "
+                "which JSON cannot",
+                retryable=True,
+            )
 
 
 def _check_window(window: ContextWindow, messages: list[Message], budget: int | None) -> None:

@@ -158,6 +158,13 @@ class RunEvent:
         return f"id: {run_id}:{self.seq}\nevent: {self.name}\ndata: {self.data}\n\n".encode()
 
 
+RECOVERY_GAP = 1_000_000
+"""How far past its stored log a recovered run's ending is numbered. The process that ran it
+sent each event before storing it, so its clients may hold ids the log never got; numbered past
+them all, the ending never reuses an id a client saw (a run's events between two flushes, or
+kept while the database was out, are far fewer)."""
+
+
 def event_id(run_id: str, seq: int) -> str:
     """The opaque id a client sends back as ``Last-Event-ID``."""
     return f"{run_id}:{seq}"

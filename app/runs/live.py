@@ -60,8 +60,9 @@ class LiveRun:
         self._changed = asyncio.Event()
 
     async def follow(self, after: int) -> AsyncIterator[list[RunEvent]]:
-        """The events after position ``after``, in batches as they come, until ``done``."""
-        position = max(0, min(after, len(self.events)))
+        """The events after position ``after``, in batches as they come, until ``done``; none
+        when the run ends before reaching ``after`` (an id past its end)."""
+        position = max(0, after)
         while True:
             changed = self._changed
             if position < len(self.events):
@@ -70,6 +71,8 @@ class LiveRun:
                 yield batch
                 if batch[-1].name == DONE:
                     return
+            elif self.done:
+                return
             else:
                 await changed.wait()
 

@@ -18,6 +18,7 @@ from app.runs.events import (
     ERROR,
     MESSAGE,
     PROCESS_LOST_ERROR,
+    RECOVERY_GAP,
     ErrorCode,
     done_payload,
     make_event,
@@ -50,7 +51,10 @@ def abandoned_run_handler(manager: RunManager, lease_seconds: float) -> Abandone
 async def end_abandoned_run(
     repo: ConversationRepository, conversation_id: str, run_id: str
 ) -> None:
-    """Store the text the dead run streamed as an incomplete reply; mark it ``interrupted``."""
+    """Store the text the dead run streamed as an incomplete reply; mark it ``interrupted``.
+
+    Its ``message``, ``error`` and ``done`` are numbered ``RECOVERY_GAP`` past the stored log:
+    the dead process may have sent events it never stored, under the ids that follow it."""
     runs = RunRepository(repo.session)
     try:
         run = await runs.get(run_id)
@@ -60,7 +64,7 @@ async def end_abandoned_run(
         return
     rows = await runs.events_after(run_id, 0)
     text = unfinished_reply(rows)
-    seq = rows[-1].last_seq if rows else 0
+    seq = (rows[-1].last_seq if rows else 0) + RECOVERY_GAP
     events = []
     if text.strip():
         reply = TextMessage(text, Role.ASSISTANT, incomplete=True)

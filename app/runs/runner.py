@@ -58,7 +58,13 @@ from app.runs.live import LiveRun
 from app.runs.observe import RunObserver
 from app.runs.services import Services
 from app.runs.writer import Commit, Ending, EventSpec
-from app.storage import ConversationRecord, LeaseLost, RunRepository, new_run_id
+from app.storage import (
+    ConversationNotFound,
+    ConversationRecord,
+    LeaseLost,
+    RunRepository,
+    new_run_id,
+)
 
 log = logging.getLogger(__name__)
 
@@ -266,16 +272,40 @@ class RunService:
         ending = Ending(status, error["code"] if error else None, dict(progress.usage))
         try:
             stored = await self.services.writer.commit(Commit(run, messages, events, ending))
-        except Exception as exc:
+        except (LeaseLost, ConversationNotFound) as exc:
             self._unstored_ending(run, exc)
+            return
+        except Exception as exc:
+            log.error("run %s: could not store its ending: %s", run.run_id, exc)
+            await self._fail_bare(run, progress, exc)
             return
         self._landed(run, stored, len(messages))
 
+    async def _fail_bare(self, run: LiveRun, progress: _Progress, exc: Exception) -> None:
+        """End a run whose ending was refused — its messages are what storage would not take
+        (a reply it cannot hold), or the database failed — as ``failed``, storing nothing more
+        of the reply: the lease is released and the log says what the streams are told."""
+        error = error_for(exc)
+
+        def events(record: ConversationRecord) -> list[EventSpec]:
+            run.version = record.version
+            done = done_payload("failed", record.message_count, record.version)
+            return [(ERROR, error), (DONE, done)]
+
+        ending = Ending("failed", error["code"], dict(progress.usage))
+        try:
+            stored = await self.services.writer.commit(Commit(run, [], events, ending))
+        except Exception as again:
+            self._unstored_ending(run, again)
+            return
+        self._landed(run, stored, 0)
+
     def _unstored_ending(self, run: LiveRun, exc: Exception) -> None:
-        """The ending could not be stored (the lease was lost, or the database failed): tell
-        this process's readers; the lease, if still ours, expires and the run is recovered."""
+        """No ending could be stored (the lease was lost, or the database failed): tell this
+        process's readers; the lease, if still ours, expires and the run is recovered, its
+        ending numbered past these (``RECOVERY_GAP``)."""
         if not isinstance(exc, LeaseLost):
-            log.error("run %s: could not store its ending: %s", run.run_id, exc)
+            log.error("run %s: could not store a failed ending either: %s", run.run_id, exc)
         error = error_for(exc)
         status = "aborted" if isinstance(exc, LeaseLost) else "failed"
         done = done_payload(status, run.persisted, run.version)

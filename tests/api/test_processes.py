@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.runs.events import RECOVERY_GAP
 from tests.api.sse import Event, events
 from tests.processes import ServerProcess
 
@@ -161,6 +162,43 @@ async def test_kill_9_keeps_what_was_streamed_and_frees_the_conversation(
         assert runs[0]["status"] == "interrupted" and runs[0]["error_code"] == "process_lost"
 
 
+async def test_after_kill_9_a_resume_from_the_last_event_seen_gets_the_ending(
+    start_server: Start,
+) -> None:
+    """A process sends each event before its writer stores it: killed between the two, its
+    client holds ids the log never got. The run's recovered ending is numbered past them, so a
+    resume from the client's last id gets ``message``, ``error`` and ``done``, and no id names
+    two different events."""
+    a, b = two(start_server, offline_delay_ms=20, run_lease_seconds=1, event_flush_seconds=0.5)
+    async with httpx.AsyncClient(timeout=15) as http:
+        conv_id, response, stream = await open_stream(http, a.url)
+        seen = await read_deltas(stream, 35)  # 0.7 s: one flush stored, the last deltas not
+        a.kill()
+        await response.aclose()
+        last_seen = seen[-1].id or ""
+        run_id = last_seen.split(":")[0]
+        async with http.stream(
+            "GET", f"{b.url}/conversations/{conv_id}/stream", headers={"Last-Event-ID": last_seen}
+        ) as resumed:  # b follows the run's log and ends it once the lease has expired
+            assert resumed.status_code == 200
+            rest = [e async for e in events(resumed.aiter_lines())]
+        assert [e.name for e in rest] == ["message", "error", "done"], rest
+        assert rest[1].data["code"] == "process_lost" and rest[2].data["status"] == "interrupted"
+        position = int(last_seen.split(":")[1])
+        assert all(int((e.id or "").split(":")[1]) > position for e in rest)
+        stored = await messages(http, b.url, conv_id)
+        assert rest[0].data["message"] == stored[1] and stored[1]["incomplete"] is True
+        assert text_of(seen).startswith(stored[1]["text"])
+        async with http.stream(
+            "GET",
+            f"{b.url}/conversations/{conv_id}/stream",
+            headers={"Last-Event-ID": f"{run_id}:0"},
+        ) as replay:
+            logged = {e.id: (e.name, e.data) async for e in events(replay.aiter_lines())}
+        assert all(logged[e.id] == (e.name, e.data) for e in seen if e.id in logged)
+        assert len(logged) < len(seen) + 3  # the last deltas seen never reached the log
+
+
 async def test_sigterm_ends_every_open_stream_with_done(start_server: Start) -> None:
     server = start_server(offline_delay_ms=50).wait_ready()
     async with httpx.AsyncClient(timeout=20) as http:
@@ -261,7 +299,11 @@ async def test_a_process_paused_past_its_lease_lets_its_run_go_without_writing(
         ) as replay:
             logged = [e async for e in events(replay.aiter_lines())]
         ids = [int((e.id or "").split(":")[1]) for e in logged]
-        assert ids == list(range(1, len(ids) + 1))
+        kept = ids[:-3]  # what a stored, then the ending b numbered past all a may have sent
+        assert kept == list(range(1, len(kept) + 1))
+        assert ids[-3:] == [kept[-1] + RECOVERY_GAP + n for n in (1, 2, 3)]
+        sent = {e.id: (e.name, e.data) for e in seen}
+        assert all(sent[e.id] == (e.name, e.data) for e in logged if e.id in sent)
         assert [e.name for e in logged].count("done") == 1
         assert logged[-1].data["status"] == "interrupted"
         assert [e.data["message"] for e in logged if e.name == "message"] == [stored[1]]

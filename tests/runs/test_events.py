@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -19,6 +20,7 @@ from app.runs.events import (
     stored_events,
     unfinished_reply,
 )
+from app.runs.live import LiveRun
 
 
 def test_event_ids_name_the_run_and_the_position() -> None:
@@ -69,3 +71,21 @@ def test_every_code_a_provider_error_can_carry_is_in_the_vocabulary() -> None:
     assert codes <= set(ErrorCode)
     assert error_for(ProviderError("timeout", "slow", retryable=True))["code"] == "timeout"
     assert error_for(RuntimeError("bug"))["code"] == ErrorCode.INTERNAL
+
+
+async def test_a_live_run_followed_from_past_its_end_sends_only_what_comes_after() -> None:
+    """An id beyond a live run's last event (a client of a process that sent events it never
+    stored, or a made-up one): only later events are sent, and none if the run ends first."""
+    run = LiveRun("r", "c", "owner", "cancel", 1, 1, [make_event(1, "run_started", {})])
+
+    async def read(after: int) -> list[int]:
+        return [e.seq async for batch in run.follow(after) for e in batch]
+
+    ahead, far_ahead = asyncio.create_task(read(3)), asyncio.create_task(read(99))
+    await asyncio.sleep(0)
+    for seq in range(2, 6):
+        run.publish([make_event(seq, "done" if seq == 5 else "content_block_delta", {})])
+        await asyncio.sleep(0)
+    assert await asyncio.wait_for(ahead, 1) == [4, 5]
+    assert await asyncio.wait_for(far_ahead, 1) == []
+    assert await read(0) == [1, 2, 3, 4, 5]

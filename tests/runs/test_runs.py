@@ -10,7 +10,7 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import update
+from sqlalchemy import text, update
 
 from app.domain import (
     ContentBlockDelta,
@@ -27,6 +27,7 @@ from app.domain import (
     collect_response,
 )
 from app.runs.config import ConfigContext
+from app.runs.conversations import Delta
 from app.runs.errors import BadEventId, EventsExpired, ShuttingDown
 from app.runs.events import RunEvent
 from app.runs.follow import RunReader
@@ -585,3 +586,77 @@ async def test_a_cancel_after_a_stall_stops_the_run_as_asked(make_services: Make
     events = await asyncio.wait_for(reading, 5)
     assert body(events[-1])["status"] == "aborted"
     assert (await RunReader(services, OWNER).get(conv_id, run.run_id)).status == "aborted"
+
+
+REFUSE_POISON = {
+    "sqlite": [
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON messages WHEN NEW.data LIKE '%poison%' "
+        "BEGIN SELECT RAISE(ABORT, 'poison refused'); END"
+    ],
+    "postgres": [
+        "CREATE FUNCTION refuse_poison() RETURNS trigger AS $$ BEGIN IF NEW.data LIKE "
+        "'%poison%' THEN RAISE EXCEPTION 'poison refused' USING ERRCODE = 'check_violation'; "
+        "END IF; RETURN NEW; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER refuse_poison BEFORE INSERT ON messages FOR EACH ROW "
+        "EXECUTE FUNCTION refuse_poison()",
+    ],
+}
+
+
+async def test_a_reply_storage_refuses_fails_the_run_and_frees_the_conversation(
+    make_services: MakeServices, backend: str
+) -> None:
+    """The database refuses the reply (here a trigger; in life, data it cannot hold): the run
+    ends ``failed`` without it, its ``error`` and ``done`` are stored as its streams got them,
+    and the conversation is free at once (not after its lease)."""
+    services = await make_services(ScriptedAdapter([text_reply("poison"), text_reply("fine")]))
+    async with services.repository(None) as repo:
+        for statement in REFUSE_POISON[backend]:
+            await repo.session.execute(text(statement))
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    events = await all_events(run)
+    assert names(events)[-2:] == ["error", "done"]
+    assert body(events[-2])["code"] == "internal"
+    assert body(events[-1]) == {"status": "failed", "message_count": 2, "version": 1}
+    stored = await stored_events(services, conv_id, run.run_id)
+    assert [(e.seq, e.name, e.data) for e in stored[-2:]] == [
+        (e.seq, e.name, e.data) for e in events[-2:]
+    ]
+    [record], _ = await RunReader(services, OWNER).list(conv_id, 10, None)
+    assert record.status == "failed" and record.error_code == "internal"
+    again = await all_events(await start_run(services, conv_id))  # no wait for the lease
+    assert body(again[-1])["status"] == "completed"
+    assert [m.text for m in await conversations(services).messages(conv_id)][-2:] == ["hi", "fine"]
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [
+        [("lookup", {"order": float("nan")}, "c1")],
+        [("lookup", {"orders": [1, {"n": float("inf")}]}, "c1")],
+        [("lookup", {"order": 1}, "c1"), ("lookup", {"order": 2}, "c1")],
+    ],
+    ids=["nan", "infinity", "same-id"],
+)
+async def test_a_tool_call_storage_could_not_hold_fails_the_run_as_a_bad_response(
+    make_services: MakeServices, calls: list[tuple[str, dict[str, Any], str]]
+) -> None:
+    """A model's JSON may hold NaN or infinity, or give two calls of a reply one id: the run
+    fails with ``bad_response`` (the text so far kept), its log says so, and the conversation
+    is free at once — nothing half-stored, no lease left to expire."""
+    tool = {"name": "lookup", "description": "", "parameters": {"type": "object"}}
+    services = await make_services(ScriptedAdapter([tool_reply("let me see", *calls)]))
+    conv_id = await new_conversation(services, "look", client_tools=[tool])
+    run = await start_run(services, conv_id)
+    events = await all_events(run)
+    assert names(events)[-3:] == ["message", "error", "done"]
+    assert body(events[-2])["code"] == "bad_response"
+    assert body(events[-1])["status"] == "failed"
+    stored = await stored_events(services, conv_id, run.run_id)
+    assert [(e.seq, e.name) for e in stored] == [(e.seq, e.name) for e in events]
+    messages = await conversations(services).messages(conv_id)
+    assert messages[-1].to_serializable_dict() == body(events[-3])["message"]
+    delta = Delta([TextMessage("still there?")])
+    view = await conversations(services).apply_delta(conv_id, delta, None)
+    assert view.record.message_count == len(messages) + 1
