@@ -36,7 +36,11 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-# JSONB on PostgreSQL (indexable, compact), JSON text on SQLite.
+# A client's JSON (config, metadata): JSON on every backend, so PostgreSQL keeps the text as given.
+# JSONB would not give it back as sent: it orders keys by length, and reads 1e16 and
+# 12345678901234567.0 back as integers and -0.0 as 0.0. Nothing queries into these documents.
+ClientDocument = JSON()
+# JSON Parley makes (a run's usage counts): JSONB on PostgreSQL (indexable, compact).
 JSONDocument = JSON().with_variant(JSONB(), "postgresql")
 
 
@@ -77,8 +81,8 @@ class ConversationRow(Base):
     owner: Mapped[str] = mapped_column(String(255))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    config: Mapped[dict[str, Any]] = mapped_column(JSONDocument)
-    meta: Mapped[dict[str, Any]] = mapped_column("metadata", JSONDocument)
+    config: Mapped[dict[str, Any]] = mapped_column(ClientDocument)
+    meta: Mapped[dict[str, Any]] = mapped_column("metadata", ClientDocument)
     version: Mapped[int] = mapped_column(Integer)
     message_count: Mapped[int] = mapped_column(Integer)
     lease_run_id: Mapped[str | None] = mapped_column(String(64))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -207,6 +208,46 @@ async def test_export_then_import_gives_the_identical_document(
     imported = await create(client, messages=exported)
     again = (await client.get(f"/conversations/{imported['id']}/messages")).json()
     assert again == exported
+
+
+# JSON text that PostgreSQL's jsonb would not give back as sent: floats it reads back as
+# integers (1e16 as 10000000000000000), a negative zero, integers past 64 bits, keys out of the
+# order jsonb keeps (shortest first).
+AWKWARD_JSON = (
+    '{"bbb":1,"a":2,"x":-0.0,"z":1e16,"w":12345678901234567.0,"max":1.7976931348623157e308,'
+    '"big":18446744073709551617,"nested":{"zz":[0.5,-0.0,1e16],"a":null}}'
+)
+
+
+def as_sent(value: Any) -> str:
+    """The JSON text of ``value``: unlike ``==``, tells 1e16 from 10**16, -0.0 from 0.0, and
+    keys in another order."""
+    return json.dumps(value)
+
+
+async def test_metadata_and_config_read_back_as_sent(client: httpx.AsyncClient) -> None:
+    tool = (
+        '{"name":"lookup","description":"Look it up.","parameters":{"type":"object",'
+        '"properties":{"n":{"type":"number","maximum":1e16,"minimum":-0.0}},"required":["n"]}}'
+    )
+    body = f'{{"metadata":{AWKWARD_JSON},"config":{{"client_tools":[{tool}]}}}}'
+    response = await client.post(
+        "/conversations", content=body, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 201, response.text
+    created = response.json()
+    assert as_sent(created["metadata"]) == as_sent(json.loads(AWKWARD_JSON))
+    assert as_sent(created["config"]["client_tools"]) == as_sent([json.loads(tool)])
+
+    got = (await client.get(f"/conversations/{created['id']}")).json()
+    listed = (await client.get("/conversations")).json()["items"][0]
+    forked = (await client.post(f"/conversations/{created['id']}/fork")).json()
+    for conv in (got, listed):
+        assert as_sent(conv["metadata"]) == as_sent(created["metadata"])
+        assert as_sent(conv["config"]) == as_sent(created["config"])
+    assert as_sent(forked["config"]) == as_sent(created["config"])
+    del forked["metadata"]["forked_from"]
+    assert as_sent(forked["metadata"]) == as_sent(created["metadata"])
 
 
 async def test_import_of_bad_message_names_it(client: httpx.AsyncClient) -> None:

@@ -5,6 +5,7 @@ Imports app.storage and SQLAlchemy. A module of its own (not conftest) so tests 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -15,6 +16,26 @@ from app.domain import MessageList
 from app.storage import ConversationRecord, ConversationRepository, Database
 
 T = TypeVar("T")
+
+
+# JSON that PostgreSQL's jsonb would not give back as sent: floats it reads back as integers
+# (1e16 as 10000000000000000), a negative zero, an integer past 64 bits, keys out of its order.
+AWKWARD_JSON: dict[str, Any] = {
+    "bbb": 1,
+    "a": 2,
+    "x": -0.0,
+    "z": 1e16,
+    "w": 12345678901234567.0,
+    "max": 1.7976931348623157e308,
+    "big": 2**64 + 1,
+    "nested": {"zz": [0.5, -0.0, 1e16], "a": None},
+}
+
+
+def as_sent(value: Any) -> str:
+    """The JSON text of ``value``: unlike ``==``, tells 1e16 from 10**16, -0.0 from 0.0, and
+    keys in another order."""
+    return json.dumps(value)
 
 
 class FakeClock:

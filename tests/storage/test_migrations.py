@@ -6,14 +6,19 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
 from alembic import command
 from alembic.config import Config
 from sqlalchemy import inspect
 
-from app.storage import Database
+from app.domain import MessageList, Role, TextMessage
+from app.storage import ConversationRepository, Database
+from tests.storage.storage_support import AWKWARD_JSON, as_sent
+
+T = TypeVar("T")
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -51,6 +56,66 @@ async def test_upgrade_check_downgrade_upgrade(
         "run_events",
         "idempotency_keys",
     }
+
+
+# The last revision that stored a conversation's config and metadata as jsonb on PostgreSQL.
+JSONB_REVISION = "3c1d9e7a5b20"
+
+
+async def json_column_types(url: str) -> dict[str, str]:
+    """The SQL types of the conversations' config and metadata columns, as the database says."""
+    database = Database(url)
+    try:
+        async with database.engine.connect() as connection:
+            columns = await connection.run_sync(lambda c: inspect(c).get_columns("conversations"))
+            return {
+                c["name"]: c["type"].compile(dialect=connection.dialect)
+                for c in columns
+                if c["name"] in ("config", "metadata")
+            }
+    finally:
+        await database.dispose()
+
+
+async def in_repository(url: str, operation: Callable[[ConversationRepository], Awaitable[T]]) -> T:
+    """``operation`` on alice's repository, in a committed transaction of a Database of its own."""
+    database = Database(url)
+    try:
+        async with database.transaction() as session:
+            return await operation(ConversationRepository(session, owner="alice"))
+    finally:
+        await database.dispose()
+
+
+async def test_config_and_metadata_become_json_and_the_rows_stay(
+    backend: str, blank_database_url: str, alembic_config: Callable[[str], Config]
+) -> None:
+    url, config = blank_database_url, alembic_config(blank_database_url)
+    await asyncio.to_thread(command.upgrade, config, JSONB_REVISION)
+    messages = MessageList([TextMessage("hi", role=Role.USER)])
+    # Values (and a key order) that jsonb keeps: what was stored before reads the same after.
+    old = await in_repository(
+        url, lambda r: r.create(messages, {"model": "m", "temperature": 0.5}, {"n": [1, 2.5]})
+    )
+    jsonb = {"config": "JSONB", "metadata": "JSONB"} if backend == "postgres" else None
+
+    await asyncio.to_thread(command.upgrade, config, "head")
+    assert await json_column_types(url) == {"config": "JSON", "metadata": "JSON"}
+    assert await in_repository(url, lambda r: r.get(old.id)) == old
+    assert await in_repository(url, lambda r: r.load_messages(old.id)) == messages
+    new = await in_repository(url, lambda r: r.create(messages, AWKWARD_JSON, AWKWARD_JSON))
+    read = await in_repository(url, lambda r: r.get(new.id))
+    assert as_sent(read.config) == as_sent(read.metadata) == as_sent(AWKWARD_JSON)
+
+    await asyncio.to_thread(command.downgrade, config, JSONB_REVISION)
+    assert await json_column_types(url) == (jsonb or {"config": "JSON", "metadata": "JSON"})
+    assert await in_repository(url, lambda r: r.get(old.id)) == old
+    # Back on jsonb the new row reads as jsonb rewrites it, but it is there.
+    listed, _ = await in_repository(url, lambda r: r.list(limit=5))
+    assert {r.id for r in listed} == {old.id, new.id}
+
+    await asyncio.to_thread(command.upgrade, config, "head")
+    assert await in_repository(url, lambda r: r.get(old.id)) == old
 
 
 def test_the_cli_migrates_the_default_database_on_a_fresh_checkout(tmp_path: Path) -> None:

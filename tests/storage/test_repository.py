@@ -16,7 +16,7 @@ from app.storage import (
     ToolOutcome,
     VersionConflict,
 )
-from tests.storage.storage_support import FakeClock, Store
+from tests.storage.storage_support import AWKWARD_JSON, FakeClock, Store, as_sent
 
 
 def sample_messages() -> MessageList:
@@ -63,6 +63,32 @@ async def test_get_returns_what_create_returned(store: Store) -> None:
     assert fetched == created
     assert fetched.created_at.tzinfo is not None
     assert not fetched.is_running()
+
+
+async def test_config_metadata_and_messages_read_back_exactly_as_written(store: Store) -> None:
+    reordered = dict(reversed(AWKWARD_JSON.items()))
+    call = ToolCallMessage("lookup", "call_1", AWKWARD_JSON, result=reordered)
+    created = await store.create(
+        MessageList([TextMessage("hi", role=Role.USER), call]),
+        config=AWKWARD_JSON,
+        metadata=AWKWARD_JSON,
+    )
+
+    fetched = await store(lambda r: r.get(created.id))
+    (listed,), _ = await store(lambda r: r.list(limit=5), "alice")
+    changed = await store(lambda r: r.apply_delta(created.id, config=reordered))
+    refetched = await store(lambda r: r.get(created.id))
+    loaded = await store(lambda r: r.load_messages(created.id))
+
+    for record in (fetched, listed):
+        assert as_sent(record.config) == as_sent(record.metadata) == as_sent(AWKWARD_JSON)
+    for record in (changed, refetched):
+        assert as_sent(record.config) == as_sent(reordered)
+        assert as_sent(record.metadata) == as_sent(AWKWARD_JSON)
+    stored_call = loaded[1]
+    assert isinstance(stored_call, ToolCallMessage)
+    assert as_sent(stored_call.arguments) == as_sent(AWKWARD_JSON)
+    assert as_sent(stored_call.result) == as_sent(reordered)
 
 
 async def test_get_hides_unknown_malformed_and_foreign_conversations(store: Store) -> None:
