@@ -250,6 +250,43 @@ async def test_metadata_and_config_read_back_as_sent(client: httpx.AsyncClient) 
     assert as_sent(forked["metadata"]) == as_sent(created["metadata"])
 
 
+async def test_tool_arguments_and_results_read_back_as_sent(client: httpx.AsyncClient) -> None:
+    def call(call_id: str, **outcome: Any) -> dict[str, Any]:
+        return {
+            "type": "ToolCallMessage",
+            "message": "",
+            "tool_name": "lookup",
+            "tool_call_id": call_id,
+            "arguments": json.loads(AWKWARD_JSON),
+            "result": None,
+            "error": None,
+            "role": "assistant",
+            **outcome,
+        }
+
+    reordered = dict(reversed(json.loads(AWKWARD_JSON).items()))
+    document: dict[str, Any] = {
+        "messages": [
+            {"type": "TextMessage", "text": "look it up", "role": "user"},
+            call("call_1", result=reordered),
+            call("call_2", pending=True),
+        ],
+        "version": "1.0",
+    }
+    conv = await create(client, messages=document)
+    response = await client.post(
+        f"/conversations/{conv['id']}/deltas",
+        content=f'{{"messages":[{{"role":"tool","tool_call_id":"call_2","result":{AWKWARD_JSON}}}]}}',
+        headers={"content-type": "application/json"},
+    )
+    assert response.status_code == 200, response.text
+
+    exported = (await client.get(f"/conversations/{conv['id']}/messages")).json()
+    del document["messages"][2]["pending"]
+    document["messages"][2]["result"] = json.loads(AWKWARD_JSON)
+    assert as_sent(exported) == as_sent(document)
+
+
 async def test_import_of_bad_message_names_it(client: httpx.AsyncClient) -> None:
     doc = {
         "version": "1.0",

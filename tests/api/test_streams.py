@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -115,6 +116,32 @@ async def test_client_tool_requires_action_then_continues(client: httpx.AsyncCli
         json={"messages": [{"role": "tool", "tool_call_id": call_id, "result": 1}]},
     )
     assert twice.status_code == 409
+
+
+async def test_a_runs_tool_arguments_and_the_clients_result_are_stored_as_sent(
+    client: httpx.AsyncClient,
+) -> None:
+    """Numbers jsonb would rewrite (1e16, -0.0, past 64 bits) and keys out of its order."""
+    awkward = '{"bbb":1,"a":2,"x":-0.0,"z":1e16,"w":12345678901234567.0,"big":18446744073709551617}'
+    tool = {"name": "lookup", "description": "Look it up.", "parameters": {"type": "object"}}
+    conv_id = await create(client, config={"client_tools": [tool]})
+    events = await stream(
+        client, conv_id, {"messages": [{"role": "user", "text": f"call lookup {awkward}"}]}
+    )
+    action = next(e for e in events if e.name == "requires_action")
+    call = action.data["tool_calls"][0]
+    assert json.dumps(call["arguments"]) == json.dumps(json.loads(awkward))
+    response = await client.post(
+        f"/conversations/{conv_id}/stream",
+        content=f'{{"messages":[{{"role":"tool","tool_call_id":"{call["tool_call_id"]}",'
+        f'"result":{awkward}}}]}}',
+        headers={"content-type": "application/json"},
+    )
+    assert parse(response.text)[-1].data["status"] == "completed"
+
+    stored = (await client.get(f"/conversations/{conv_id}/messages")).json()["messages"][1]
+    assert json.dumps(stored["arguments"]) == json.dumps(json.loads(awkward))
+    assert json.dumps(stored["result"]) == json.dumps(json.loads(awkward))
 
 
 async def test_unavailable_provider_at_stream_time_is_422_before_any_event(
