@@ -87,6 +87,26 @@ async def test_nul_in_an_import_or_a_tool_result_is_refused(client: httpx.AsyncC
 
 
 @pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"a": "\\ud800"}',
+        '{"\\udc00": 1}',
+        '{"a": "\\u0000"}',
+        '{"a": ' + "[" * 990 + "]" * 990 + "}",
+    ],
+)
+async def test_unstorable_tool_arguments_in_an_import_are_refused(
+    client: httpx.AsyncClient, arguments: str
+) -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": arguments}}
+    body = {"messages": [{"role": "assistant", "content": None, "tool_calls": [call]}]}
+    response = await client.post("/conversations/import?format=openai", json=body)
+    loc = ["body", "messages", 0, "tool_calls", 0, "function", "arguments"]
+    assert _locs(_problem(response, 422)) == [loc]
+    assert (await client.get("/conversations")).json()["items"] == []
+
+
+@pytest.mark.parametrize(
     "config",
     [
         {"temperature": "1"},

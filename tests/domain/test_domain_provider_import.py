@@ -167,6 +167,45 @@ def test_a_bad_openai_item_is_named_by_index_and_field(
     assert caught.value.loc == loc
 
 
+ARGUMENTS = ("messages", 0, "tool_calls", 0, "function", "arguments")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ('{"a": "\\ud800"}', "lone surrogate"),
+        ('{"\\udc00": 1}', "lone surrogate"),
+        ('{"a": "\\u0000"}', "NUL"),
+        ('{"a": NaN}', "not finite"),
+        ('{"a": 1e400}', "not finite"),
+        ('{"a": ' + "[" * 200 + "]" * 200 + "}", "deeper than 200"),
+        ('{"a": ' + "[" * 990 + "]" * 990 + "}", "deeper than 200"),  # json's own recursion
+    ],
+)
+def test_arguments_the_api_could_not_store_are_refused(arguments: str, problem: str) -> None:
+    item = {"role": "assistant", "tool_calls": [_call(arguments=arguments)]}
+    with pytest.raises(ProviderFormatError, match=problem) as caught:
+        from_openai_format([item])
+    assert caught.value.loc == ARGUMENTS
+    deepest = '{"a": ' + "[" * 199 + "]" * 199 + "}"
+    [call] = from_openai_format([{"role": "assistant", "tool_calls": [_call(arguments=deepest)]}])
+    assert isinstance(call, ToolCallMessage) and call.pending
+
+
+@pytest.mark.parametrize(
+    "content",
+    ['{"a": "\\u0000"}', '{"a": NaN}', '{"a": ' + "[" * 990 + "]" * 990 + "}", '"\\ud800"'],
+)
+def test_a_result_whose_json_value_could_not_be_stored_is_kept_as_its_text(content: str) -> None:
+    call = {"role": "assistant", "tool_calls": [_call()]}
+    [done] = from_openai_format([call, {"role": "tool", "tool_call_id": "c1", "content": content}])
+    assert done == ToolCallMessage("clock", "c1", {}, result=content)
+    use = {"type": "tool_use", "id": "c1", "name": "clock", "input": {}}
+    result = {"type": "tool_result", "tool_use_id": "c1", "content": content}
+    turns = [{"role": "assistant", "content": [use]}, {"role": "user", "content": [result]}]
+    assert from_anthropic_format(None, turns) == [done]
+
+
 def test_a_second_result_for_one_call_is_refused() -> None:
     answer = {"role": "tool", "tool_call_id": "c1", "content": "1"}
     with pytest.raises(ProviderFormatError, match=r"messages\[2\]\.tool_call_id: .*already"):
