@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anthropic
-import jiter
 
 from app.domain import (
     ContentBlockDelta,
@@ -32,7 +31,7 @@ from app.domain import (
     Usage,
     to_anthropic_format,
 )
-from app.providers.base import ProviderConfig, SSEAdapter
+from app.providers.base import ProviderConfig, SSEAdapter, event_json
 from app.providers.errors import anthropic_error, bad_response, stream_error
 from app.providers.sse import SSEEvent
 
@@ -203,7 +202,7 @@ class _EventReader:
         kind = event.event
         if kind == "ping" or not event.data:
             return []
-        data = jiter.from_json(event.data.encode())
+        data = event_json(event.data)
         if not isinstance(data, dict):
             raise bad_response("anthropic", f"a {kind} event is not a JSON object")
         if kind == "content_block_delta":

@@ -2,14 +2,15 @@
 and the one stream reader (``SSEAdapter``): the SDK's streaming response, read as bytes, through
 the shared SSE parser, into the adapter's chunk translation — no SDK model object per chunk.
 
-Imports the domain, httpx2 (the SDKs' HTTP client), the SSE parser and app.observability; the
-SDK-specific parts (request, chunk and error translations) live in each adapter. Every failed
-attempt is logged once and counted here, whoever raised it.
+Imports the domain, httpx2 (the SDKs' HTTP client), jiter, the SSE parser and
+app.observability; the SDK-specific parts (request, chunk and error translations) live in each
+adapter. Every failed attempt is logged once and counted here, whoever raised it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, cast
 
 import httpx2
+import jiter
 
 from app.domain import (
     Message,
@@ -180,6 +182,22 @@ class RetryingAdapter:
     def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:
         """One request: its events as our chunks; SDK and transport errors as ProviderError."""
         raise NotImplementedError
+
+
+def event_json(data: str) -> Any:
+    """The JSON value of an event's data: jiter's, or Python's when jiter refuses it.
+
+    jiter (the fast path) refuses a lone surrogate (``"a\\ud800b"``), which a model may well
+    send; Python's reader keeps it, and the run replaces it with U+FFFD (docs/runs.md). Data
+    that neither reads raises jiter's ValueError, as before.
+    """
+    try:
+        return jiter.from_json(data.encode())
+    except ValueError as exc:
+        try:
+            return json.loads(data)
+        except (ValueError, RecursionError):
+            raise exc from None
 
 
 class ChunkTranslator(Protocol):

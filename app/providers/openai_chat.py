@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import jiter
 import openai
 
 from app.domain import (
@@ -35,7 +34,7 @@ from app.domain import (
 )
 from app.domain.context import TokenCounter
 from app.domain.messages import Role
-from app.providers.base import ProviderConfig, SSEAdapter
+from app.providers.base import ProviderConfig, SSEAdapter, event_json
 from app.providers.errors import bad_response, openai_error, stream_error
 from app.providers.sse import SSEEvent
 from app.providers.tokens import openai_token_counter
@@ -195,7 +194,7 @@ class _ChunkReader:
         if event.data.startswith("[DONE]"):
             self.done = True
             return []
-        chunk = jiter.from_json(event.data.encode())
+        chunk = event_json(event.data)
         if not isinstance(chunk, dict):
             raise bad_response("openai", "a stream chunk is not a JSON object")
         if chunk.get("error"):

@@ -136,6 +136,35 @@ async def test_tool_call_in_fragments(
     ]
 
 
+async def test_lone_surrogates_in_text_and_input_become_u_fffd(
+    server: FakeServer, anthropic_adapter: AnthropicAdapter
+) -> None:
+    # json.dumps writes "\ud800" as the escape jiter refuses: in a text delta, in an input
+    # fragment, and in the input's own JSON text.
+    reply = [
+        wire.an_start(),
+        *wire.an_text_block(0, "a\ud800b"),
+        *wire.an_tool_block(1, "toolu_1", "get_weather", '{"city": "P\ud800', 'Q\\udc00"}'),
+        *wire.an_stop("tool_use"),
+    ]
+    server.script(Reply(events=reply), Reply(events=wire.an_text("x\udfffy")))
+    tools = [Tool.from_function(get_weather)]
+    conv = conversation([anthropic_adapter], [TextMessage("Weather in Paris?")], tools)
+    events, error = await run(conv)
+    assert error is None
+    assert ContentBlockDelta("a\ufffdb") in events
+    assert ToolUse("get_weather", {"city": "P\ufffdQ\ufffd"}, "toolu_1") in events
+    assert conv.messages[1] == ToolCallMessage(
+        "get_weather",
+        "toolu_1",
+        {"city": "P\ufffdQ\ufffd"},
+        {"city": "P\ufffdQ\ufffd", "temp_c": 21},
+        None,
+        "a\ufffdb",
+    )
+    assert conv.messages[2] == TextMessage("x\ufffdy", Role.ASSISTANT)
+
+
 async def test_two_parallel_calls(server: FakeServer, anthropic_adapter: AnthropicAdapter) -> None:
     reply = [
         wire.an_start(),

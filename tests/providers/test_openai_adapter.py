@@ -138,6 +138,36 @@ async def test_tool_call_in_fragments(server: FakeServer, openai_adapter: OpenAI
     ]
 
 
+async def test_lone_surrogates_in_text_and_arguments_become_u_fffd(
+    server: FakeServer, openai_adapter: OpenAIAdapter
+) -> None:
+    # json.dumps writes "\ud800" as the escape jiter refuses: in a chunk's text, in an
+    # arguments fragment, and in the arguments' own JSON text.
+    call = [
+        wire.oa_chunk({"role": "assistant", "content": "a\ud800b"}),
+        wire.oa_call(0, "call_1", "get_weather", '{"city": "P\ud800'),
+        wire.oa_call(0, None, None, 'Q\\udc00"}'),
+        wire.oa_chunk({}, finish="tool_calls"),
+        wire.OA_DONE,
+    ]
+    server.script(Reply(events=call), Reply(events=wire.oa_text("x\udfffy")))
+    tools = [Tool.from_function(get_weather)]
+    conv = conversation([openai_adapter], [TextMessage("Weather in Paris?")], tools)
+    events, error = await run(conv)
+    assert error is None
+    assert ContentBlockDelta("a\ufffdb") in events
+    assert ToolUse("get_weather", {"city": "P\ufffdQ\ufffd"}, "call_1") in events
+    assert conv.messages[1] == ToolCallMessage(
+        "get_weather",
+        "call_1",
+        {"city": "P\ufffdQ\ufffd"},
+        {"city": "P\ufffdQ\ufffd", "temp_c": 21},
+        None,
+        "a\ufffdb",
+    )
+    assert conv.messages[2] == TextMessage("x\ufffdy", Role.ASSISTANT)
+
+
 async def test_two_parallel_calls(server: FakeServer, openai_adapter: OpenAIAdapter) -> None:
     calls = [
         wire.oa_call(0, "call_a", "lookup", '{"q":'),
