@@ -100,19 +100,24 @@ def _result_or_error(schema: dict[str, Any]) -> None:
 
 
 class ToolMessageIn(BaseModel):
-    """The result (or error) of a pending client tool call: `result` or `error` is required."""
+    """The result (or error) of a pending client tool call: `result` or `error` is required;
+    with an `error`, `result` is absent or null."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_result_or_error)
 
     role: Literal["tool"]
     tool_call_id: str = Field(min_length=1, max_length=200)
     result: JsonValue = Field(None, description="What the tool returned (any JSON).")
-    error: str | None = Field(None, description="What went wrong, when the tool failed.")
+    error: str | None = Field(
+        None, description="What went wrong, when the tool failed (then no `result`)."
+    )
 
     @model_validator(mode="after")
     def _result_or_error(self) -> ToolMessageIn:
         if "result" not in self.model_fields_set and "error" not in self.model_fields_set:
             raise ValueError("a tool message needs result or error")
+        if self.result is not None and self.error is not None:
+            raise ValueError("a tool message has a result or an error, not both")
         return self
 
 

@@ -151,6 +151,10 @@ class LLMConversation:
                 raise DeltaApplicationError(
                     f"tool result {i}: tool call {r.tool_call_id!r} already has its result"
                 )
+            if r.result is not None and r.error is not None:
+                raise DeltaApplicationError(
+                    f"tool result {i}: a result or an error, not both (an error has no result)"
+                )
             seen.add(r.tool_call_id)
             out.append((index, call.completed(to_jsonable(r.result), _error_text(i, r.error))))
         return out

@@ -16,6 +16,7 @@ from app.domain import (
     MessageList,
     MessageListDeserializationError,
     TextMessage,
+    ToolCallMessage,
     ToolResult,
 )
 from app.runs.config import merge_patch
@@ -95,6 +96,13 @@ class ConversationService:
                 raise InvalidInput(
                     ("body", "messages", "messages", i, "text"),
                     f"messages[{i}].text: {len(message.text)} characters; at most {longest}",
+                )
+            if isinstance(message, ToolCallMessage) and not (
+                message.error is None or message.result is None
+            ):
+                raise InvalidInput(
+                    ("body", "messages", "messages", i, "result"),
+                    f"messages[{i}].result: must be null when the call has an error",
                 )
         return messages
 

@@ -106,6 +106,32 @@ async def test_unstorable_tool_arguments_in_an_import_are_refused(
     assert (await client.get("/conversations")).json()["items"] == []
 
 
+async def test_a_tool_result_with_both_result_and_error_is_refused(
+    client: httpx.AsyncClient,
+) -> None:
+    call = {"type": "ToolCallMessage", "tool_name": "f", "tool_call_id": "c1", "pending": True}
+    failed = {**call, "pending": False, "result": 1, "error": "down"}
+    response = await client.post(
+        "/conversations", json={"messages": {"messages": [failed], "version": "1.0"}}
+    )
+    assert _locs(_problem(response, 422)) == [["body", "messages", "messages", 0, "result"]]
+    assert (await client.get("/conversations")).json()["items"] == []
+    created = await client.post(
+        "/conversations", json={"messages": {"messages": [call], "version": "1.0"}}
+    )
+    cid = created.json()["id"]
+    both = {"role": "tool", "tool_call_id": "c1", "result": 1, "error": "down"}
+    for path in (f"/conversations/{cid}/deltas", f"/conversations/{cid}/stream"):
+        response = await client.post(path, json={"messages": [both]})
+        assert _locs(_problem(response, 422)) == [["body", "messages", 0, "tool"]]
+    assert (await client.get(f"/conversations/{cid}")).json()["pending_tool_call_ids"] == ["c1"]
+    error_only = {**both, "result": None}
+    response = await client.post(f"/conversations/{cid}/deltas", json={"messages": [error_only]})
+    assert response.status_code == 200, response.text
+    stored = (await client.get(f"/conversations/{cid}/messages")).json()["messages"]
+    assert (stored[0]["result"], stored[0]["error"]) == (None, "down")
+
+
 @pytest.mark.parametrize(
     "config",
     [

@@ -100,6 +100,8 @@ async def test_several_results_at_once_converted_to_json() -> None:
         conversation.apply_delta(tool_results=[ToolResult("q1", 1), ToolResult("q1", 2)])
     with pytest.raises(DeltaApplicationError, match="error must be a string or null, not int"):
         conversation.apply_delta(tool_results=[ToolResult("q1", None, 5)])  # type: ignore[arg-type]
+    with pytest.raises(DeltaApplicationError, match="tool result 0: a result or an error, not"):
+        conversation.apply_delta(tool_results=[ToolResult("q1", 1, "down")])
     with pytest.raises(DeltaApplicationError, match="tool result 0 is a dict"):
         conversation.apply_delta(tool_results=[{"tool_call_id": "q1"}])  # type: ignore[list-item]
     assert conversation.status == "requires_action"
