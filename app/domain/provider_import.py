@@ -6,22 +6,21 @@ same document again. A call with no result after it is read as pending. A bad it
 ProviderFormatError naming it by index and field (``loc``). JSON texts inside the document
 (OpenAI's ``arguments``, a result's content) are held to what the API stores: no NUL, no lone
 surrogate, no non-finite number (as ``app/api/strict_json.py`` refuses them in a body), and no
-nesting deeper than ``MAX_JSON_DEPTH``.
+nesting deeper than ``MAX_JSON_DEPTH`` (``unstorable_json``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.domain.errors import ProviderFormatError
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.unicode import MAX_JSON_DEPTH, unstorable_json
 
 Loc = tuple[str | int, ...]
 _ERROR_PREFIX = "Error: "
-MAX_JSON_DEPTH = 200  # the API reads back no deeper JSON (pydantic stops at 255 levels)
 
 
 def _fail(loc: Loc, problem: str) -> ProviderFormatError:
@@ -62,7 +61,7 @@ def _outcome(call: ToolCallMessage, content: str, is_error: bool | None) -> Tool
         value = json.loads(content)
     except (ValueError, RecursionError):
         return call.completed(result=content)
-    if _unstorable(value) is not None:  # the text itself can be stored, its value not
+    if unstorable_json(value) is not None:  # the text itself can be stored, its value not
         return call.completed(result=content)
     # Keep the text itself unless writing the value back gives the very same text.
     same = not isinstance(value, str) and json.dumps(value, ensure_ascii=False) == content
@@ -168,39 +167,9 @@ def _json_object(raw: Any, loc: Loc) -> dict[str, Any]:
         value = None
     if not isinstance(value, dict):
         raise _fail(loc, "must be a JSON object in a string")
-    if (why := _unstorable(value)) is not None:
+    if (why := unstorable_json(value)) is not None:
         raise _fail(loc, f"the JSON text {why}")
     return value
-
-
-def _unstorable(value: Any) -> str | None:
-    """Why a parsed JSON value cannot be stored as the API stores JSON; None when it can."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, str):
-            if "\x00" in item:
-                return "holds the NUL character (\\u0000), which cannot be stored"
-            if not item.isascii() and _has_lone_surrogate(item):
-                return "holds a lone surrogate: not valid Unicode"
-        elif isinstance(item, float) and not math.isfinite(item):
-            return "holds a number that is not finite (NaN, Infinity or out of range)"
-        elif isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
-            return f"nests deeper than {MAX_JSON_DEPTH} levels"
-        elif isinstance(item, dict):
-            stack.extend((key, depth) for key in item)
-            stack.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            stack.extend((child, depth + 1) for child in item)
-    return None
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 def _tool_call(

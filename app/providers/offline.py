@@ -3,7 +3,8 @@
 It answers with the text of the last user message, one ``ContentBlockDelta`` per word (each
 word with the whitespace before it, so the deltas join back into the exact text), waiting
 ``delay_ms`` before each. A last user message ``call <tool_name> <JSON object>`` makes it call
-that tool instead; once a result of a call made after that message is in the conversation it
+that tool instead (a JSON object that could not be stored, as ``unstorable_json`` says, is no
+call: it is echoed); once a result of a call made after that message is in the conversation it
 answers with the latest such result as text (an error as ``Error: …``). Imports the domain only.
 """
 
@@ -33,6 +34,7 @@ from app.domain import (
     collect_response,
 )
 from app.domain.context import message_text
+from app.domain.unicode import unstorable_json
 
 _CALL = re.compile(r"^\s*call\s+([A-Za-z_][A-Za-z0-9_-]*)\s*(.*)$", re.DOTALL)
 
@@ -86,9 +88,9 @@ def _reply(messages: Sequence[Message]) -> tuple[str, ToolUse | None]:
     raw = match.group(2).strip()
     try:
         params = json.loads(raw) if raw else {}
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return user.text, None
-    if not isinstance(params, dict):
+    if not isinstance(params, dict) or unstorable_json(params) is not None:
         return user.text, None
     calls_so_far = sum(isinstance(m, ToolCallMessage) for m in messages)
     return "", ToolUse(match.group(1), params, f"call_{calls_so_far + 1}")

@@ -86,7 +86,18 @@ async def test_call_makes_a_tool_call_instead_of_text() -> None:
     assert ToolUse("ping", {}, "call_1") in bare
 
 
-@pytest.mark.parametrize("text", ["call f {not json", "call f [1, 2]", "calling f {}"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "call f {not json",
+        "call f [1, 2]",
+        "calling f {}",
+        # JSON the API could not store: NUL, NaN, deeper than Python's recursion limit
+        'call f {"a": "\\u0000"}',
+        'call f {"a": NaN}',
+        'call f {"a": ' + "[" * 990 + "]" * 990 + "}",
+    ],
+)
 async def test_a_malformed_call_is_echoed(text: str) -> None:
     got = await chunks(OfflineAdapter(), [TextMessage(text)])
     assert "".join(c.delta for c in got if isinstance(c, ContentBlockDelta)) == text
