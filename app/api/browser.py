@@ -6,6 +6,7 @@ Parley's own (the scheme and host it was made to) nor listed in ``PARLEY_CORS_OR
 403 problem before any route runs. Requests without ``Origin`` (curl, SDKs) pass untouched,
 except the ones a browser marks ``Sec-Fetch-Site: cross-site``/``same-site`` (a no-cors GET from
 an ``<img>`` or ``fetch`` carries no Origin): those pass only as a navigation to a page.
+A refused CORS preflight is a 403 problem too (``ProblemCORS``).
 """
 
 from __future__ import annotations
@@ -14,8 +15,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
+from starlette.datastructures import Headers
 from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import FileResponse
+from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,8 +27,19 @@ from app.settings import Settings
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+CORS_METHODS = ["GET", "POST", "DELETE", "OPTIONS"]
 CORS_HEADERS = ["Authorization", "Content-Type", "If-Match", "Idempotency-Key", "Last-Event-ID"]
-EXPOSED_HEADERS = ["ETag", "Location", "Retry-After", "X-Run-Id"]
+_BODY_HEADERS = ("content-length", "content-type")
+# Every response header the API documents that a script may read (docs/frontend.md).
+EXPOSED_HEADERS = [
+    "Allow",
+    "ETag",
+    "Idempotent-Replayed",
+    "Location",
+    "Retry-After",
+    "X-Request-ID",
+    "X-Run-Id",
+]
 # The playground loads nothing from elsewhere; this keeps it so (and keeps injected markup inert).
 PLAYGROUND_HEADERS = {
     "Cache-Control": "no-cache",
@@ -91,14 +104,41 @@ class OriginCheck:
             origin = f"the origin {raw.decode('latin-1')!r}"
             refused = key is None or (key != _own_origin(scope) and key not in self.allowed)
         if refused:
-            problem = Forbidden(
-                f"requests from {origin} are not allowed; an operator can list an origin "
-                "in PARLEY_CORS_ORIGINS",
-                slug=ErrorCode.ORIGIN_NOT_ALLOWED,
-            )
-            await problem_response(problem)(scope, receive, send)
+            await problem_response(_origin_refused(origin))(scope, receive, send)
             return
         await self.app(scope, receive, send)
+
+
+def _origin_refused(origin: str) -> Forbidden:
+    return Forbidden(
+        f"requests from {origin} are not allowed; an operator can list an origin "
+        "in PARLEY_CORS_ORIGINS",
+        slug=ErrorCode.ORIGIN_NOT_ALLOWED,
+    )
+
+
+class ProblemCORS(CORSMiddleware):
+    """Starlette's CORS, its preflight refusals (400 text/plain there) written as 403
+    problem+json like every other refusal: ``origin_not_allowed`` for an origin not listed,
+    ``cors_not_allowed`` for a method or header a listed origin may not use."""
+
+    def preflight_response(self, request_headers: Headers) -> Response:
+        response = super().preflight_response(request_headers)
+        if response.status_code < 400:
+            return response
+        origin = request_headers["origin"]
+        if not self.is_allowed_origin(origin):
+            problem = _origin_refused(f"the origin {origin!r}")
+        else:
+            problem = Forbidden(
+                f"a cross-origin request may use the methods {', '.join(CORS_METHODS)} and "
+                f"the headers {', '.join(CORS_HEADERS)}; the preflight asked for "
+                f"{request_headers['access-control-request-method']!r} with headers "
+                f"{request_headers.get('access-control-request-headers', '')!r}",
+                slug=ErrorCode.CORS_NOT_ALLOWED,
+            )
+        kept = {k: v for k, v in response.headers.items() if k not in _BODY_HEADERS}
+        return problem_response(problem, kept)
 
 
 def install_browser_support(app: FastAPI, settings: Settings) -> None:
@@ -111,9 +151,9 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
     app.add_middleware(OriginCheck, allowed=origins)
     if origins:
         app.add_middleware(
-            CORSMiddleware,
+            ProblemCORS,
             allow_origins=origins,
-            allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+            allow_methods=CORS_METHODS,
             allow_headers=CORS_HEADERS,
             expose_headers=EXPOSED_HEADERS,
             max_age=600,

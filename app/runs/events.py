@@ -72,6 +72,7 @@ class ErrorCode(StrEnum):
     INVALID_CURSOR = "invalid_cursor"
     UNAUTHORIZED = "unauthorized"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
+    CORS_NOT_ALLOWED = "cors_not_allowed"
     NOT_FOUND = "not_found"
     CONVERSATION_NOT_FOUND = "conversation_not_found"
     RUN_NOT_FOUND = "run_not_found"

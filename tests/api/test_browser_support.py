@@ -115,13 +115,37 @@ async def test_a_listed_origin_gets_cors_headers_and_preflight(
     )
     assert created.status_code == 201
     assert created.headers["access-control-allow-origin"] == "http://localhost:5173"
-    exposed = created.headers["access-control-expose-headers"].lower()
-    assert {"etag", "location", "retry-after", "x-run-id"} <= set(exposed.split(", "))
+    exposed = set(created.headers["access-control-expose-headers"].lower().split(", "))
+    documented = {"allow", "etag", "idempotent-replayed", "location", "retry-after"}
+    assert documented | {"x-request-id", "x-run-id"} <= exposed
     other = await cors_client.post(
         "/conversations", json={}, headers={"Origin": "https://other.example.com"}
     )
     assert other.status_code == 403
     assert await count(cors_client) == 1
+
+
+@pytest.mark.parametrize(
+    ("origin", "method", "headers", "code"),
+    [
+        ("https://evil.example", "POST", None, "origin_not_allowed"),
+        ("https://app.example.com", "PUT", None, "cors_not_allowed"),
+        ("https://app.example.com", "POST", "content-type, x-foo", "cors_not_allowed"),
+    ],
+)
+async def test_a_refused_preflight_is_a_403_problem(
+    cors_client: httpx.AsyncClient, origin: str, method: str, headers: str | None, code: str
+) -> None:
+    request = {"Origin": origin, "Access-Control-Request-Method": method}
+    if headers is not None:
+        request["Access-Control-Request-Headers"] = headers
+    response = await cors_client.options("/conversations", headers=request)
+    assert response.status_code == 403
+    assert response.headers["content-type"] == PROBLEM
+    assert response.json()["type"] == f"/problems/{code}"
+    allowed = response.headers.get("access-control-allow-origin")
+    assert allowed == (None if code == "origin_not_allowed" else origin)
+    assert await count(cors_client) == 0
 
 
 def test_origin_key_normalizes_default_ports_and_rejects_non_origins() -> None:
