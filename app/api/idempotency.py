@@ -9,6 +9,7 @@ its first event by ``replay_run``.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 
@@ -36,6 +37,19 @@ IdempotencyKeyHeader = Annotated[
 ]
 
 
+def _canonical(body: bytes) -> bytes:
+    """A JSON body as one spelling (sorted keys, no spaces, ASCII), so that a retry that
+    serializes the same document differently is the same request; any other body as it is."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return body
+    try:
+        return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    except RecursionError:
+        return body
+
+
 async def _request_hash(request: Request) -> str:
     digest = hashlib.sha256()
     for part in (
@@ -43,7 +57,7 @@ async def _request_hash(request: Request) -> str:
         request.url.path.encode(),
         str(sorted(request.query_params.multi_items())).encode(),
         request.headers.get("if-match", "").encode("latin-1"),
-        await request.body(),
+        _canonical(await request.body()),
     ):
         digest.update(len(part).to_bytes(8, "big") + part)
     return digest.hexdigest()

@@ -24,6 +24,7 @@ from tests.api.sse import parse
 pytestmark = pytest.mark.postgres
 
 KEY = {"Idempotency-Key": "3f1c2b7e-key-1"}
+JSON_KEY = {**KEY, "Content-Type": "application/json"}
 
 
 async def test_a_retried_create_returns_the_first_conversation(
@@ -47,6 +48,30 @@ async def test_the_same_key_with_another_body_is_a_422(client: httpx.AsyncClient
     assert other.status_code == 422
     assert other.json()["code"] == "idempotency_key_reused"
     assert other.json()["errors"][0]["loc"] == ["header", "Idempotency-Key"]
+
+
+async def test_the_same_json_spelled_otherwise_is_the_same_request(
+    client: httpx.AsyncClient,
+) -> None:
+    first = await client.post(
+        "/conversations",
+        content=b'{"system_prompt":"Be brief.","metadata":{"n":1,"m":2}}',
+        headers=JSON_KEY,
+    )
+    again = await client.post(
+        "/conversations",
+        content=b'{ "metadata": {"m": 2, "n": 1},\n  "system_prompt": "Be brief." }',
+        headers=JSON_KEY,
+    )
+    assert first.status_code == again.status_code == 201
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+    reordered = await client.post(
+        "/conversations",
+        content=b'{"system_prompt":"Be brief.","metadata":{"n":2,"m":1}}',
+        headers=JSON_KEY,
+    )
+    assert reordered.json()["code"] == "idempotency_key_reused"
 
 
 async def test_keys_are_scoped_by_owner_and_route(client: httpx.AsyncClient) -> None:
