@@ -1,9 +1,9 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers, the body-size limit, the request middleware and
-what browsers need (the Origin check, CORS, the playground: app.api.browser). A bad setting
-ends the process with status 2 and one line (``load_settings``).
+mounts the routers, the problem handlers, HEAD for every GET, the body-size limit, the request
+middleware and what browsers need (the Origin check, CORS, the playground: app.api.browser). A
+bad setting ends the process with status 2 and one line (``load_settings``).
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from sse_starlette.sse import AppStatus
 from app.api import conversations, history, operations, providers, streams
 from app.api.browser import install_browser_support
 from app.api.contract import document_contract
+from app.api.head import HeadAsGet
 from app.api.limits import BodySizeLimit
 from app.api.observe import RequestObservability
 from app.api.problems import install_problem_handlers
@@ -139,6 +140,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.state.settings = settings
     app.state.services = services
     install_problem_handlers(app)
+    app.add_middleware(HeadAsGet)  # innermost: every other layer sees the HEAD as sent
     app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
     imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)

@@ -1,4 +1,5 @@
-"""Liveness and readiness: /readyz is 503 on a database behind the migrations or not answering."""
+"""Liveness and readiness: /readyz is 503 on a database behind the migrations or not answering;
+HEAD wherever GET is served (probes, ``curl -I``)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,25 @@ def closed_port() -> int:
 async def get(settings: Settings, path: str) -> httpx.Response:
     async with app_client(settings) as client:
         return await client.get(path)
+
+
+async def test_head_answers_as_get_without_a_body_but_never_starts_a_run(
+    client: httpx.AsyncClient,
+) -> None:
+    conv = (await client.post("/conversations", json={"system_prompt": "s"})).json()
+    await client.post(
+        f"/conversations/{conv['id']}/deltas", json={"messages": [{"role": "user", "text": "hi"}]}
+    )
+    for path in ("/healthz", "/readyz", "/conversations", f"/conversations/{conv['id']}", "/"):
+        got, head = await client.get(path), await client.head(path)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b"", path
+        assert head.headers["content-type"] == got.headers["content-type"], path
+        assert head.headers["content-length"] == str(len(got.content)), path
+    stream = await client.head(f"/conversations/{conv['id']}/stream")
+    assert stream.status_code == 405
+    assert stream.headers["allow"] == "GET, POST"
+    assert (await client.get(f"/conversations/{conv['id']}/runs")).json()["items"] == []
 
 
 async def test_healthz_and_readyz_on_a_migrated_database(client: httpx.AsyncClient) -> None:
