@@ -15,7 +15,7 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.problems import PROBLEM_JSON
-from app.runs.events import EVENT_NAMES
+from app.runs.events import EVENT_ID_PATTERN, EVENT_NAMES
 
 SSE = "text/event-stream"
 SSE_EVENT: dict[str, Any] = {
@@ -24,7 +24,7 @@ SSE_EVENT: dict[str, Any] = {
     "`Last-Event-ID` to resume), `event` its name, `data` a JSON object.",
     "required": ["event", "data"],
     "properties": {
-        "id": {"type": "string", "pattern": "^[0-9a-f]{32}:[0-9]{1,9}$"},
+        "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
         "event": {"type": "string", "enum": list(EVENT_NAMES)},
         "data": {"type": "string", "contentMediaType": "application/json"},
     },
@@ -52,6 +52,8 @@ DESCRIPTIONS = {
     413: "The request body is larger than this route accepts: `PARLEY_MAX_IMPORT_BYTES` "
     "(default 32 MiB) for `POST /conversations` and `POST /conversations/import`, which load "
     "a whole conversation; `PARLEY_MAX_BODY_BYTES` (default 1 MiB) for every other route.",
+    415: "The body is sent in a `Content-Encoding` (gzip, br…): send it as is "
+    "(`unsupported_content_encoding`).",
     422: "The request is invalid: each bad field is located in `errors` (`loc`, `msg`, `type`).",
     503: "The server is shutting down or not ready; retry after `Retry-After` seconds.",
 }
@@ -95,6 +97,8 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
     statuses: set[int] = {403}  # the Origin check guards every route (app/api/browser.py)
     if "requestBody" in operation:
         statuses |= {400, 413, 422}
+    if method in ("post", "put", "patch", "delete"):
+        statuses.add(415)  # a body in a Content-Encoding (app/api/strict_json.py)
     if params:
         statuses.add(422)
     if headers & _BAD_HEADERS or "cursor" in queries:
@@ -133,11 +137,29 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
             # reads the stream itself; schemathesis checks every event against it).
             entry["content"][SSE] = {"itemSchema": SSE_EVENT}
     params = operation.get("parameters", [])
+    for param in params:
+        if param.get("in") in ("header", "query"):
+            _never_null(param["schema"])
     if any(p.get("in") == "header" and p["name"].lower() == _RESUME_HEADER for p in params):
         responses.setdefault("204", {"description": "Resumed: the run has nothing left to send."})
     if operation.get("security"):
         # Optional: with no PARLEY_API_KEYS, requests without a key share one anonymous space.
         operation["security"] = [{BEARER: []}, {}]
+
+
+def _never_null(schema: dict[str, Any]) -> None:
+    """A header or query value is never null: an optional one is absent (``required: false``),
+    so the ``null`` branch FastAPI writes for ``str | None`` goes (a client would send it as
+    the text ``null``)."""
+    variants = schema.get("anyOf", [])
+    if {"type": "null"} not in variants:
+        return
+    rest = [v for v in variants if v != {"type": "null"}]
+    del schema["anyOf"]
+    if len(rest) == 1:
+        schema.update(rest[0])
+    else:
+        schema["anyOf"] = rest
 
 
 def _add_components(document: dict[str, Any]) -> None:

@@ -12,7 +12,7 @@ from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import convert
-from app.api.deps import CallerDep, IfMatchDep
+from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
 from app.runs.conversations import ConversationService
@@ -61,7 +61,7 @@ async def _create(
 async def list_conversations(
     caller: CallerDep,
     limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
-    cursor: Annotated[str | None, Query(description="From the previous page.")] = None,
+    cursor: CursorQuery = None,
 ) -> ConversationPage:
     """Your conversations, newest first, a page at a time."""
     settings = caller.services.settings

@@ -1,5 +1,5 @@
 """Shared request dependencies as ``Annotated`` aliases: the caller (services and owner), the
-services alone, If-Match.
+services alone, If-Match, the page cursor.
 
 May import FastAPI, settings and the runs layer.
 """
@@ -11,7 +11,7 @@ import hmac
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, Header, Request, Security
+from fastapi import Depends, Header, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.problems import BadRequest, Unauthorized
@@ -25,6 +25,10 @@ from app.runs.services import Services
 
 ANONYMOUS = "anonymous"
 MAX_VERSION_DIGITS = 18  # a version is a 64-bit integer; longer is not one we issued
+# Shapes the document states for values the server parses itself: a value of another shape is
+# its 400 (bad_if_match, invalid_cursor), so they are documented, not validated, by pydantic.
+IF_MATCH_PATTERN = rf'^(\*|(W/)?"?[0-9]{{1,{MAX_VERSION_DIGITS}}}"?)$'
+CURSOR_PATTERN = "^[A-Za-z0-9_-]+$"  # base64url, as next_cursor is written
 
 
 async def get_services(request: Request) -> Services:
@@ -100,7 +104,10 @@ CallerDep = Annotated[Caller, Depends(get_caller)]
 async def get_if_match(
     if_match: Annotated[
         str | None,
-        Header(description='The version you last saw, as its ETag (`"5"`); 412 if stale.'),
+        Header(
+            description='The version you last saw, as its ETag (`"5"`); 412 if stale.',
+            json_schema_extra={"pattern": IF_MATCH_PATTERN},
+        ),
     ] = None,
 ) -> int | None:
     """The version an ``If-Match`` header names (``"5"``, ``W/"5"`` or ``5``; ``*`` = any)."""
@@ -116,3 +123,11 @@ async def get_if_match(
 
 
 IfMatchDep = Annotated[int | None, Depends(get_if_match)]
+
+CursorQuery = Annotated[
+    str | None,
+    Query(
+        description="From the previous page (its `next_cursor`).",
+        json_schema_extra={"minLength": 1, "pattern": CURSOR_PATTERN},
+    ),
+]

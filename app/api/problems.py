@@ -14,6 +14,7 @@ for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP ``stat
      ├── Gone (410)                  a finished run's events were pruned
      ├── PreconditionFailed (412)    stale If-Match
      ├── PayloadTooLarge (413)       body over the size limit
+     ├── UnsupportedMediaType (415)  a body in a Content-Encoding (gzip…) not read here
      ├── Unprocessable (422)         validation: each bad field located in ``errors``
  └── Unavailable (503)           shutting down (``Retry-After``); not ready (database, schema)
 
@@ -129,6 +130,10 @@ class PreconditionFailed(ApiProblem):
 
 class PayloadTooLarge(ApiProblem):
     status, slug, title = 413, ErrorCode.PAYLOAD_TOO_LARGE, "Payload too large"
+
+
+class UnsupportedMediaType(ApiProblem):
+    status, slug, title = 415, ErrorCode.UNSUPPORTED_CONTENT_ENCODING, "Unsupported media type"
 
 
 class Unprocessable(ApiProblem):
@@ -251,13 +256,35 @@ def problem_for(exc: Exception) -> ApiProblem:
 
 def allowed_methods(document: dict[str, Any], path: str) -> list[str]:
     """Every method the document lists for a path (Starlette's 405 names only the first
-    route that matched it, so ``Allow`` would miss the others)."""
+    route that matched it, so ``Allow`` would miss the others). As in OpenAPI, a path without
+    parameters that matches (``/conversations/import``) wins over the templated ones."""
+    paths: dict[str, dict[str, Any]] = document.get("paths", {})
+    if path in paths:
+        return sorted(m.upper() for m in paths[path] if m.isalpha())
     methods: set[str] = set()
-    for template, operations in document.get("paths", {}).items():
+    for template, operations in paths.items():
         pattern = re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template))
         if re.fullmatch(pattern, path):
             methods |= {m.upper() for m in operations if m.isalpha()}
     return sorted(methods)
+
+
+def _http_problem(exc: StarletteHTTPException) -> ApiProblem:
+    """The problem a framework HTTPException stands for."""
+    if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError | RecursionError):
+        # FastAPI's "There was an error parsing the body": JSON not in UTF-8, or nested too deep
+        # for Python's reader (a syntax error is a RequestValidationError: validation_problem).
+        reason = "not UTF-8" if isinstance(exc.__cause__, UnicodeDecodeError) else "nested too deep"
+        return BadRequest(
+            f"the request body is not valid JSON: {reason}", slug=ErrorCode.MALFORMED_JSON
+        )
+    cls = _STATUS_PROBLEMS.get(exc.status_code)
+    if cls is not None:
+        return cls(str(exc.detail))
+    slug = ErrorCode.METHOD_NOT_ALLOWED if exc.status_code == 405 else ErrorCode.BAD_REQUEST
+    problem = ApiProblem(str(exc.detail), slug=slug)
+    problem.status, problem.title = exc.status_code, str(exc.detail)
+    return problem
 
 
 def install_problem_handlers(app: FastAPI) -> None:
@@ -276,14 +303,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
             headers["Allow"] = ", ".join(allowed_methods(request.app.openapi(), request.url.path))
-        cls = _STATUS_PROBLEMS.get(exc.status_code)
-        if cls is None:
-            slug = ErrorCode.METHOD_NOT_ALLOWED if exc.status_code == 405 else ErrorCode.BAD_REQUEST
-            problem = ApiProblem(str(exc.detail), slug=slug)
-            problem.status, problem.title = exc.status_code, str(exc.detail)
-        else:
-            problem = cls(str(exc.detail))
-        return problem_response(problem, headers)
+        return problem_response(_http_problem(exc), headers)
 
     async def on_known(_: Request, exc: Exception) -> JSONResponse:
         return problem_response(problem_for(exc))

@@ -27,12 +27,22 @@ class ClientToolIn(BaseModel):
     description: str = Field("", max_length=4000)
     parameters: dict[str, JsonValue] = Field(
         default_factory=_empty_object_schema,
-        description="A JSON schema of type 'object'.",
+        description='A JSON schema with `"type": "object"`; `{}` (or leaving it out) '
+        "declares a tool without parameters.",
+        examples=[{"type": "object", "properties": {"order_id": {"type": "string"}}}],
+        json_schema_extra={
+            "anyOf": [
+                {"maxProperties": 0},
+                {"required": ["type"], "properties": {"type": {"const": "object"}}},
+            ]
+        },
     )
 
     @model_validator(mode="after")
     def _object_schema(self) -> ClientToolIn:
-        if self.parameters.get("type") != "object":
+        if not self.parameters:
+            self.parameters = _empty_object_schema()
+        elif self.parameters.get("type") != "object":
             raise ValueError('parameters must be a JSON schema with "type": "object"')
         return self
 

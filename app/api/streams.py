@@ -22,10 +22,10 @@ from starlette.types import Receive, Scope, Send
 
 from app.api import convert
 from app.api.conversations import IdPath
-from app.api.deps import CallerDep, IfMatchDep
+from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
-from app.runs.events import OnDisconnect, RunEvent
+from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
 from app.runs.live import LiveRun
 from app.runs.services import Services
 
@@ -110,12 +110,17 @@ async def stream_conversation(
         str | None,
         Header(
             description="Resume: the `id` of the last event you received. The events after "
-            "it are replayed, then the run is followed live until `done` (any server)."
+            "it are replayed, then the run is followed live until `done` (any server).",
+            json_schema_extra={"pattern": EVENT_ID_PATTERN},
         ),
     ] = None,
     last_event_id_query: Annotated[
         str | None,
-        Query(alias="last_event_id", description="`Last-Event-ID`, for clients without headers."),
+        Query(
+            alias="last_event_id",
+            description="`Last-Event-ID`, for clients without headers.",
+            json_schema_extra={"pattern": EVENT_ID_PATTERN},
+        ),
     ] = None,
 ) -> Response:
     """Run the model on the conversation as it stands and stream the reply — or, with
@@ -177,7 +182,7 @@ async def list_runs(
     conversation_id: IdPath,
     caller: CallerDep,
     limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
-    cursor: Annotated[str | None, Query(description="From the previous page.")] = None,
+    cursor: CursorQuery = None,
 ) -> RunPage:
     """The conversation's runs, newest first, a page at a time."""
     settings = caller.services.settings

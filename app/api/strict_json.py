@@ -5,7 +5,8 @@ May import Starlette and the problems module. Python's JSON reader accepts ``NaN
 the NUL character; PostgreSQL refuses NUL and non-finite numbers in JSON while SQLite stores
 them (or silently ``null``). Every JSON body is checked here, before any route, so every write
 route — and every route merged later — refuses them alike: 422 problem+json naming the field.
-A body that is not JSON at all is left to the framework (400 ``malformed_json``).
+A body that is not JSON at all is left to the framework (400 ``malformed_json``). A body in a
+``Content-Encoding`` (gzip, br…) is refused with 415: Parley reads bodies as they are sent.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.problems import PayloadTooLarge, Unprocessable, problem_response
+from app.api.problems import (
+    PayloadTooLarge,
+    Unprocessable,
+    UnsupportedMediaType,
+    problem_response,
+)
 
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -27,6 +33,12 @@ def _is_json(scope: Scope) -> bool:
     content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1").lower()
     media = content_type.partition(";")[0].strip()
     return not media or media == "application/json" or media.endswith("+json")
+
+
+def _content_encoding(scope: Scope) -> str:
+    """The request's Content-Encoding, empty when there is none (or ``identity``)."""
+    raw = dict(scope["headers"]).get(b"content-encoding", b"").decode("latin-1").strip()
+    return "" if raw.lower() in ("", "identity") else raw
 
 
 def _bad_string(text: str) -> str | None:
@@ -80,7 +92,18 @@ class StrictJsonBodies:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS or not _is_json(scope):
+        if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
+            await self.app(scope, receive, send)
+            return
+        encoding = _content_encoding(scope)
+        if encoding:
+            unsupported = UnsupportedMediaType(
+                f"request bodies are read as sent: Content-Encoding {encoding!r} is not supported",
+                headers={"Accept-Encoding": "identity"},
+            )
+            await problem_response(unsupported)(scope, receive, send)
+            return
+        if not _is_json(scope):
             await self.app(scope, receive, send)
             return
         try:

@@ -87,6 +87,7 @@ class ErrorCode(StrEnum):
     NOTHING_TO_ANSWER = "nothing_to_answer"
     VERSION_MISMATCH = "version_mismatch"
     PAYLOAD_TOO_LARGE = "payload_too_large"
+    UNSUPPORTED_CONTENT_ENCODING = "unsupported_content_encoding"
     VALIDATION_ERROR = "validation_error"
     INVALID_CONVERSATION = "invalid_conversation"
     STORED_DATA_ERROR = "stored_data_error"
@@ -158,6 +159,8 @@ class RunEvent:
             return f"event: {self.name}\ndata: {self.data}\n\n".encode()
         return f"id: {run_id}:{self.seq}\nevent: {self.name}\ndata: {self.data}\n\n".encode()
 
+
+EVENT_ID_PATTERN = "^[0-9a-f]{32}:[0-9]{1,9}$"  # the ids event_id writes
 
 RECOVERY_GAP = 1_000_000
 """How far past its stored log a recovered run's ending is numbered. The process that ran it

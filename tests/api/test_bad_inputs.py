@@ -8,6 +8,7 @@ too long to be numbers, and config fields that coerced strings and booleans.
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import logging
 
@@ -197,6 +198,27 @@ async def test_bodies_that_are_not_json_are_a_400(client: httpx.AsyncClient) -> 
     for raw in ("{", "[" * 100_000, '{"a": 1} x', "\xff"):
         response = await client.post("/conversations", content=raw.encode(), headers=JSON)
         _problem(response, 400)
+
+
+@pytest.mark.parametrize(
+    "raw", [b'{"system_prompt": "\xff\xfe"}', b"[" * 5000 + b"]" * 5000, b'{"a": "\xc3"}']
+)
+async def test_json_not_in_utf8_or_nested_too_deep_is_malformed_json(
+    client: httpx.AsyncClient, raw: bytes
+) -> None:
+    response = await client.post("/conversations", content=raw, headers=JSON)
+    assert _problem(response, 400)["code"] == "malformed_json"
+    assert len((await client.get("/conversations")).json()["items"]) == 0
+
+
+async def test_a_body_in_a_content_encoding_is_a_415(client: httpx.AsyncClient) -> None:
+    cid = await _conversation(client)
+    body = gzip.compress(b'{"messages": [{"role": "user", "text": "hi"}]}')
+    headers = {**JSON, "Content-Encoding": "gzip"}
+    response = await client.post(f"/conversations/{cid}/deltas", content=body, headers=headers)
+    assert _problem(response, 415)["code"] == "unsupported_content_encoding"
+    assert response.headers["accept-encoding"] == "identity"
+    assert (await client.get(f"/conversations/{cid}")).json()["version"] == 1
 
 
 async def test_a_non_ascii_bearer_token_is_a_401_or_its_own_space(settings: Settings) -> None:

@@ -3,10 +3,15 @@ the bearer scheme, the request headers, role-tagged messages, and a true ``Allow
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+from typing import Any
+
 import httpx
 import pytest
 
 from app.openapi_export import openapi_document
+from app.storage.records import encode_cursor
 
 DOCUMENT = openapi_document()
 OPERATIONS = [
@@ -77,7 +82,8 @@ def test_each_messages_format_has_its_schema() -> None:
         ("PUT", "/conversations", "GET, POST"),
         ("PATCH", "/conversations/abc", "DELETE, GET"),
         ("DELETE", "/conversations/abc/stream", "GET, POST"),
-        ("PUT", "/conversations/import", "DELETE, GET, POST"),
+        ("PUT", "/conversations/import", "POST"),
+        ("OPTIONS", "/conversations/import", "POST"),
     ],
 )
 async def test_a_405_names_every_allowed_method(
@@ -87,3 +93,71 @@ async def test_a_405_names_every_allowed_method(
     assert response.status_code == 405
     assert response.headers["allow"] == allow
     assert response.json()["code"] == "method_not_allowed"
+
+
+def _parameter(path: str, method: str, name: str) -> dict[str, Any]:
+    parameters = DOCUMENT["paths"][path][method]["parameters"]
+    schema: dict[str, Any] = next(p for p in parameters if p["name"] == name)["schema"]
+    return schema
+
+
+def _documented(schema: dict[str, Any], value: str) -> bool:
+    return len(value) >= schema.get("minLength", 0) and bool(re.fullmatch(schema["pattern"], value))
+
+
+@pytest.mark.parametrize(
+    ("path", "method", "name", "served", "refused"),
+    [
+        (
+            "/conversations/{conversation_id}/clear",
+            "post",
+            "if-match",
+            ['"3"', 'W/"3"', "3", "*"],
+            ["", "null", '"12a"', "1" * 19],
+        ),
+        (
+            "/conversations/{conversation_id}/stream",
+            "get",
+            "last-event-id",
+            [f"{'a' * 32}:7"],
+            ["", "null", f"{'a' * 32}:1e3"],
+        ),
+        (
+            "/conversations/{conversation_id}/stream",
+            "get",
+            "last_event_id",
+            [f"{'a' * 32}:7"],
+            ["", f"{'a' * 32}:-1"],
+        ),
+        (
+            "/conversations",
+            "get",
+            "cursor",
+            [encode_cursor(datetime.now(UTC), "0" * 32)],
+            ["", "not a cursor"],
+        ),
+    ],
+)
+def test_the_document_states_the_shape_of_the_values_a_route_parses(
+    path: str, method: str, name: str, served: list[str], refused: list[str]
+) -> None:
+    """What the server answers with 400 (bad_if_match, bad_last_event_id, invalid_cursor) for
+    its shape alone is outside the parameter's documented schema; what it accepts is inside."""
+    schema = _parameter(path, method, name)
+    for value in served:
+        assert _documented(schema, value), value
+    for value in refused:
+        assert not _documented(schema, value), value
+
+
+@pytest.mark.postgres
+async def test_options_and_an_unlisted_method_name_exactly_the_documented_methods(
+    client: httpx.AsyncClient,
+) -> None:
+    for path, operations in DOCUMENT["paths"].items():
+        documented = ", ".join(sorted(m.upper() for m in operations))
+        concrete = re.sub(r"\{[^}]+\}", "0" * 32, path)
+        for method in ("OPTIONS", "PUT"):
+            response = await client.request(method, concrete)
+            assert response.status_code == 405, (method, concrete)
+            assert response.headers["allow"] == documented, (method, concrete)

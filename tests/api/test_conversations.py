@@ -118,6 +118,18 @@ async def test_unknown_server_tool_is_422(client: httpx.AsyncClient) -> None:
     assert response.json()["errors"][0]["loc"] == ["body", "config", "tools"]
 
 
+async def test_a_client_tool_with_empty_parameters_takes_none(client: httpx.AsyncClient) -> None:
+    tool = {"name": "lookup_order", "description": "", "parameters": {}}
+    conv = await create(client, config={"client_tools": [tool]})
+    stored = (await client.get(f"/conversations/{conv['id']}")).json()["config"]
+    parameters = stored["client_tools"][0]["parameters"]
+    assert parameters == {"type": "object", "properties": {}}
+    untyped = {"name": "t", "parameters": {"properties": {}}}
+    response = await client.post("/conversations", json={"config": {"client_tools": [untyped]}})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["loc"] == ["body", "config", "client_tools", 0]
+
+
 async def test_stale_if_match_is_412_and_changes_nothing(client: httpx.AsyncClient) -> None:
     conv = await create(client)
     url = f"/conversations/{conv['id']}/deltas"
