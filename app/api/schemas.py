@@ -106,6 +106,10 @@ class AssistantMessageIn(TextMessageIn):
 
 def _result_or_error(schema: dict[str, Any]) -> None:
     schema["anyOf"] = [{"required": ["result"]}, {"required": ["error"]}]
+    schema["not"] = {  # an error has no result
+        "required": ["result", "error"],
+        "properties": {"result": {"not": {"type": "null"}}, "error": {"type": "string"}},
+    }
     schema["examples"] = [{"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}}]
 
 
