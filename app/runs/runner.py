@@ -305,7 +305,7 @@ class RunService:
         process's readers; the lease, if still ours, expires and the run is recovered, its
         ending numbered past these (``RECOVERY_GAP``)."""
         if not isinstance(exc, LeaseLost):
-            log.error("run %s: could not store a failed ending either: %s", run.run_id, exc)
+            log.error("run %s: no ending could be stored: %s", run.run_id, exc)
         error = error_for(exc)
         status = "aborted" if isinstance(exc, LeaseLost) else "failed"
         done = done_payload(status, run.persisted, run.version)
