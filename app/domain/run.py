@@ -22,6 +22,7 @@ from app.domain.adapter import (
     RequestOptions,
     StreamChunk,
     ToolUse,
+    Usage,
 )
 from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
@@ -154,7 +155,11 @@ async def _model_round(
 
 
 def _scrubbed(chunk: StreamChunk) -> StreamChunk:
-    """The chunk with text that can be encoded (a model's JSON may hold lone surrogates)."""
+    """The chunk with text that can be encoded (a model's JSON may hold lone surrogates) and
+    token counts that are counts."""
+    if isinstance(chunk, MessageStop):
+        usage = Usage(_count(chunk.usage.input_tokens), _count(chunk.usage.output_tokens))
+        return chunk if usage == chunk.usage else dataclasses.replace(chunk, usage=usage)
     if isinstance(chunk, ContentBlockDelta):
         delta = scrub_text(chunk.delta)
         return chunk if delta is chunk.delta else dataclasses.replace(chunk, delta=delta)
@@ -166,6 +171,14 @@ def _scrubbed(chunk: StreamChunk) -> StreamChunk:
             id=scrub_text(chunk.id),
         )
     return chunk
+
+
+def _count(value: object) -> int | None:
+    """A provider's token count as one: a whole number, 0 or more; None for anything else (its
+    JSON may say NaN, 1.5 or "12", which no run's usage can hold)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def _check_call(call: ToolUse, earlier_ids: set[str], provider: str) -> None:

@@ -24,6 +24,7 @@ from app.domain import (
     StreamChunk,
     TextMessage,
     ToolSpec,
+    Usage,
     collect_response,
 )
 from app.runs.config import ConfigContext
@@ -660,3 +661,19 @@ async def test_a_tool_call_storage_could_not_hold_fails_the_run_as_a_bad_respons
     delta = Delta([TextMessage("still there?")])
     view = await conversations(services).apply_delta(conv_id, delta, None)
     assert view.record.message_count == len(messages) + 1
+
+
+@pytest.mark.parametrize("count", [float("nan"), float("inf"), 1.5, "12", -3, True])
+async def test_token_counts_that_are_no_counts_are_left_out(
+    make_services: MakeServices, count: Any
+) -> None:
+    """A provider's usage may say NaN, 1.5 or "12": the run completes, its usage counts what
+    is a count, and the run reads back (storage refused NaN on PostgreSQL; 1.5 broke reads)."""
+    reply = [*text_reply("ok")[:-1], MessageStop("end_turn", Usage(count, 4))]
+    services = await make_services(ScriptedAdapter([reply]))
+    conv_id = await new_conversation(services, "hi")
+    events = await all_events(await start_run(services, conv_id))
+    assert body(events[-1])["status"] == "completed"
+    [record], _ = await RunReader(services, OWNER).list(conv_id, 10, None)
+    assert record.status == "completed"
+    assert record.usage == {"input_tokens": 0, "output_tokens": 4}
