@@ -27,7 +27,7 @@ from app.settings import Settings
 
 STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
-CORS_METHODS = ["GET", "POST", "DELETE", "OPTIONS"]
+CORS_METHODS = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"]  # HEAD: served as GET (head.py)
 CORS_HEADERS = ["Authorization", "Content-Type", "If-Match", "Idempotency-Key", "Last-Event-ID"]
 _BODY_HEADERS = ("content-length", "content-type")
 # Every response header the API documents that a script may read (docs/frontend.md).

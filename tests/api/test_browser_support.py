@@ -123,6 +123,8 @@ async def test_a_listed_origin_gets_cors_headers_and_preflight(
     )
     assert other.status_code == 403
     assert await count(cors_client) == 1
+    head = {"Origin": "https://app.example.com", "Access-Control-Request-Method": "HEAD"}
+    assert (await cors_client.options("/conversations", headers=head)).status_code == 200
 
 
 @pytest.mark.parametrize(
