@@ -33,4 +33,8 @@ class HeadAsGet:
                 message = {"type": "http.response.body", "body": b"", "more_body": False}
             await send(message)
 
-        await self.app({**scope, "method": "GET"}, receive, send_without_body)
+        as_get = {**scope, "method": "GET"}
+        try:
+            await self.app(as_get, receive, send_without_body)
+        finally:  # what routing found (the route, for the request's metrics) is the HEAD's too
+            scope.update((key, value) for key, value in as_get.items() if key not in scope)

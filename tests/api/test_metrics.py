@@ -71,6 +71,18 @@ async def test_unknown_paths_share_one_route_label(client: httpx.AsyncClient) ->
     assert not any("/nope/" in str(labels) for _, labels in after)
 
 
+async def test_a_head_request_is_counted_under_its_route(client: httpx.AsyncClient) -> None:
+    before = await scrape(client)
+    assert (await client.head("/healthz")).status_code == 200
+    after = await scrape(client)
+    labels = {"route": "/healthz", "method": "HEAD", "status": "200"}
+    assert (
+        value(after, "parley_http_requests_total", **labels)
+        - value(before, "parley_http_requests_total", **labels)
+        == 1
+    )
+
+
 async def test_the_pool_gauge_counts_connections_in_use(client: httpx.AsyncClient) -> None:
     series = await scrape(client)
     # Scraped between requests: no connection of this app is checked out.
