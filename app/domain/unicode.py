@@ -1,4 +1,5 @@
-"""Text that can be encoded: lone surrogates (from a model's or a tool's JSON) become U+FFFD.
+"""Text that can be encoded and sent back: lone surrogates and NULs (from a model's or a tool's
+JSON) become U+FFFD.
 
 Imports only the standard library. JSON may spell a lone surrogate (``"\\ud800"``); Python then
 holds a ``str`` that no UTF-8 encoder accepts, so it could be neither streamed nor stored.
@@ -15,7 +16,11 @@ MAX_JSON_DEPTH = 200  # the API reads back no deeper JSON (pydantic stops at 255
 
 
 def scrub_text(text: str) -> str:
-    """``text`` with each lone surrogate replaced by U+FFFD (a pair becomes its character)."""
+    """``text`` with each lone surrogate (a pair becomes its character) and each NUL replaced by
+    U+FFFD: the API refuses NUL in what clients send, so a conversation holding one could not be
+    imported again from its own export."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\ufffd")
     if text.isascii():
         return text
     try:

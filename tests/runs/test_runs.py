@@ -453,7 +453,7 @@ async def test_lone_surrogates_from_a_model_are_replaced_not_fatal(
         [
             [
                 ContentBlockStart(0),
-                ContentBlockDelta("a\ud800b"),
+                ContentBlockDelta("a\ud800b\x00c"),
                 ToolUse("add_numbers", {"n\udc00": [1]}, "c1"),
                 MessageStop("tool_use"),
             ],
@@ -464,7 +464,7 @@ async def test_lone_surrogates_from_a_model_are_replaced_not_fatal(
     conv_id = await new_conversation(services, "hi", tools=["add_numbers"])
     events = await all_events(await start_run(services, conv_id))
     assert [e.frame("r") for e in events]  # every frame encodes
-    assert deltas(events).startswith("a\ufffdb")
+    assert deltas(events).startswith("a\ufffdb\ufffdc")
     assert body(events[-1])["status"] == "completed"
     stored = await conversations(services).messages(conv_id)
     assert stored[2].to_serializable_dict()["arguments"] == {"n\ufffd": [1]}
