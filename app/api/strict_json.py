@@ -1,10 +1,11 @@
 """A pure ASGI middleware that refuses JSON request bodies no database stores alike.
 
-May import Starlette and the problems module. Python's JSON reader accepts ``NaN``,
-``Infinity`` and ``1e400`` (a float that overflows), lone surrogates such as ``"\\ud800"`` and
-the NUL character; PostgreSQL refuses NUL and non-finite numbers in JSON while SQLite stores
-them (or silently ``null``). Every JSON body is checked here, before any route, so every write
-route — and every route merged later — refuses them alike: 422 problem+json naming the field.
+May import Starlette, the problems module and the domain's rule for text
+(``unstorable_text``). Python's JSON reader accepts ``NaN``, ``Infinity`` and ``1e400`` (a
+float that overflows), lone surrogates such as ``"\\ud800"`` and the NUL character;
+PostgreSQL refuses NUL and non-finite numbers in JSON while SQLite stores them (or silently
+``null``). Every JSON body is checked here, before any route, so every write route — and
+every route merged later — refuses them alike: 422 problem+json naming the field.
 A body that is not JSON at all is left to the framework (400 ``malformed_json``). A body in a
 ``Content-Encoding`` (gzip, br…) is refused with 415: Parley reads bodies as they are sent.
 """
@@ -24,6 +25,7 @@ from app.api.problems import (
     UnsupportedMediaType,
     problem_response,
 )
+from app.domain.unicode import unstorable_text
 
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
@@ -41,19 +43,9 @@ def _content_encoding(scope: Scope) -> str:
     return "" if raw.lower() in ("", "identity") else raw
 
 
-def _bad_string(text: str) -> str | None:
-    if "\x00" in text:
-        return "holds the NUL character (\\u0000), which cannot be stored"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "holds a lone surrogate: not valid Unicode"
-    return None
-
-
 def _safe(part: str | int) -> str | int:
     """A location part that can be written back in a JSON response."""
-    if isinstance(part, str) and _bad_string(part):
+    if isinstance(part, str) and unstorable_text(part):
         return part.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\u0000")
     return part
 
@@ -66,12 +58,12 @@ def find_unstorable(document: Any) -> list[dict[str, Any]]:
         loc, value = stack.pop()
         reason = None
         if isinstance(value, str):
-            reason = _bad_string(value)
+            reason = unstorable_text(value)
         elif isinstance(value, float) and not math.isfinite(value):
             reason = "is not a finite number (NaN, Infinity or out of range)"
         elif isinstance(value, dict):
             for key, item in value.items():
-                if (why := _bad_string(key)) is not None:
+                if (why := unstorable_text(key)) is not None:
                     errors.append(_error((*loc, key), f"key {why}"))
                 stack.append(((*loc, key), item))
         elif isinstance(value, list):

@@ -48,10 +48,8 @@ def unstorable_json(value: Any) -> str | None:
     while stack:
         item, depth = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return "holds the NUL character (\\u0000), which cannot be stored"
-            if not item.isascii() and _has_lone_surrogate(item):
-                return "holds a lone surrogate: not valid Unicode"
+            if (why := unstorable_text(item)) is not None:
+                return why
         elif isinstance(item, float) and not math.isfinite(item):
             return "holds a number that is not finite (NaN, Infinity or out of range)"
         elif isinstance(item, dict | list) and depth > MAX_JSON_DEPTH:
@@ -64,9 +62,15 @@ def unstorable_json(value: Any) -> str | None:
     return None
 
 
-def _has_lone_surrogate(text: str) -> bool:
+def unstorable_text(text: str) -> str | None:
+    """Why a string cannot be stored as the API stores text (a NUL, a lone surrogate); None
+    when it can."""
+    if "\x00" in text:
+        return "holds the NUL character (\\u0000), which cannot be stored"
+    if text.isascii():
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        return True
-    return False
+        return "holds a lone surrogate: not valid Unicode"
+    return None
