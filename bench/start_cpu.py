@@ -3,13 +3,16 @@
 Builds the app as uvicorn would (``create_app``, SQLite in a temporary file, the ``openai``
 adapter pointed at ``bench/stream_upstream.py``) and calls it as an ASGI app, with no HTTP
 server or client in the way: ``POST /conversations/{id}/stream`` with one user message, read to
-``done`` (a 2-token reply), one after another. The figure is the process's CPU time per stream
-— the request, the start's write transaction, the provider request, the reply, the run's ending
-— the median of ``--rounds`` rounds. ``bench/stream.py --scenario starts_100`` measures the
+``done`` (a 2-token reply, or ``--model``'s), one after another. The figure is the process's CPU
+time per stream — the request, the start's write transaction, the provider request, the reply,
+the run's ending — the median of ``--rounds`` rounds. With ``--model bench-50-1`` (50 tokens a
+millisecond apart, each its own read and write) the difference from the default, over 48, is the
+CPU of one paced token. ``bench/stream.py --scenario starts_100`` measures the
 same under 100 streams at once, through uvicorn; this one is steadier (no other process, no
 concurrency), for comparing two versions of the code.
 
-Run by hand: ``.venv/bin/python bench/start_cpu.py [--streams 400] [--rounds 3]``.
+Run by hand: ``.venv/bin/python bench/start_cpu.py [--streams 400] [--rounds 3] [--provider
+anthropic] [--model bench-50-1]``.
 """
 
 from __future__ import annotations
@@ -34,12 +37,11 @@ from bench.relay import free_port
 from bench.stream import PY, ROOT, migrate, parley_env
 
 WARM_UP = 30
-BODY = json.dumps(
-    {
-        "messages": [{"role": "user", "text": "go"}],
-        "config": {"provider": "openai", "model": "bench-2-0"},
-    }
-).encode()
+
+
+def body(provider: str, model: str) -> bytes:
+    config = {"provider": provider, "model": model}
+    return json.dumps({"messages": [{"role": "user", "text": "go"}], "config": config}).encode()
 
 
 async def call(app: Any, method: str, path: str, body: bytes) -> tuple[int, bytes]:
@@ -88,7 +90,7 @@ async def call(app: Any, method: str, path: str, body: bytes) -> tuple[int, byte
     return status, b"".join(chunks)
 
 
-async def measure(streams: int, rounds: int) -> list[float]:
+async def measure(streams: int, rounds: int, request: bytes) -> list[float]:
     """CPU milliseconds per stream, one figure per round."""
     app = create_app()
     figures = []
@@ -103,9 +105,9 @@ async def measure(streams: int, rounds: int) -> list[float]:
                     await asyncio.sleep(0.3)  # the warm-up's endings stored
                     started = time.process_time()
                 path = f"/conversations/{conversation_id}/stream"
-                status, body = await call(app, "POST", path, BODY)
-                if status != 200 or b"event: done" not in body:
-                    raise RuntimeError(f"stream failed: {status} {body[:300]!r}")
+                status, reply = await call(app, "POST", path, request)
+                if status != 200 or b"event: done" not in reply:
+                    raise RuntimeError(f"stream failed: {status} {reply[:300]!r}")
             await asyncio.sleep(0.3)  # and the last endings
             figures.append((time.process_time() - started) * 1000 / streams)
     return figures
@@ -135,6 +137,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--streams", type=at_least_one, default=400)
     parser.add_argument("--rounds", type=at_least_one, default=3)
+    parser.add_argument("--provider", choices=("openai", "anthropic"), default="openai")
+    parser.add_argument(
+        "--model",
+        default="bench-2-0",
+        help="the upstream's bench-<tokens>-<pace ms>; e.g. bench-50-1 for the per-token cost",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         upstream_port = free_port()
@@ -146,7 +154,8 @@ def main() -> None:
             url = f"sqlite+aiosqlite:///{tmp}/bench.db"
             migrate(url)
             os.environ.update(parley_env(url, upstream_port))
-            figures = asyncio.run(measure(args.streams, args.rounds))
+            request = body(args.provider, args.model)
+            figures = asyncio.run(measure(args.streams, args.rounds, request))
         finally:
             upstream.kill()
             upstream.wait()
