@@ -11,6 +11,7 @@ from app.providers.registry import (
     close_adapters,
     close_selector,
     default_builder,
+    open_selector,
 )
 from app.providers.tokens import token_counter_for
 
@@ -21,5 +22,6 @@ __all__ = [
     "close_adapters",
     "close_selector",
     "default_builder",
+    "open_selector",
     "token_counter_for",
 ]

@@ -232,6 +232,10 @@ class SSEAdapter(RetryingAdapter):
         """The SDK client (made on first use); its ``post`` sends the request."""
         raise NotImplementedError
 
+    def open(self) -> None:
+        """Make the SDK client now, not on the first request."""
+        self.client  # noqa: B018 (the property makes it)
+
     async def _send(self, request: dict[str, Any]) -> httpx2.Response:
         """The SDK client's ``post`` of ``request``, as it is, to ``_endpoint``, with
         ``cast_to=httpx2.Response`` and ``stream=True``: the response, its body left unread

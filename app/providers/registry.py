@@ -84,6 +84,21 @@ def build_selector(settings: Settings) -> DefaultModelSelectionStrategy:
     return DefaultModelSelectionStrategy(adapters, default)
 
 
+def _adapters(selector: object) -> list[ModelAdapter]:
+    if not isinstance(selector, DefaultModelSelectionStrategy):
+        return []
+    return [a for n in selector.available if (a := selector.adapter(n)) is not None]
+
+
+def open_selector(selector: object) -> None:
+    """Make the SDK clients of a selector made by ``build_selector`` now, at start-up, rather
+    than on each provider's first request (a client's TLS context alone takes tens of ms)."""
+    for adapter in _adapters(selector):
+        open_client = getattr(adapter, "open", None)
+        if callable(open_client):
+            open_client()
+
+
 async def close_adapters(adapters: Iterable[ModelAdapter]) -> None:
     """Close the SDK clients of ``adapters`` (those with an ``aclose``); call at shutdown."""
     for adapter in adapters:
@@ -94,8 +109,7 @@ async def close_adapters(adapters: Iterable[ModelAdapter]) -> None:
 
 async def close_selector(selector: object) -> None:
     """Close the adapters of a selector made by ``build_selector``."""
-    if isinstance(selector, DefaultModelSelectionStrategy):
-        await close_adapters(a for n in selector.available if (a := selector.adapter(n)))
+    await close_adapters(_adapters(selector))
 
 
 def default_builder(settings: Settings | None = None) -> LLMPromptBuilder:

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 from app.observability import metrics
-from app.providers import build_selector, close_selector
+from app.providers import build_selector, close_selector, open_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
 from app.runs.recovery import abandoned_run_handler
@@ -78,7 +78,8 @@ class Services:
     # --- the process's lifetime ----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the event writer and the notification listener."""
+        """Make the provider clients; start the event writer and the notification listener."""
+        open_selector(self.configs.selector)
         self.writer.start()
         self.listener.start()
 

@@ -12,7 +12,7 @@ import httpx
 from alembic import command
 from alembic.config import Config
 
-from app.main import YOUNG_GC_THRESHOLD
+from app.main import YOUNG_GC_THRESHOLD, create_app
 from app.settings import Settings
 from app.storage.schema import head_revisions
 from tests.api.conftest import app_client
@@ -90,6 +90,20 @@ async def test_migrate_on_start_brings_a_blank_database_to_the_head(
     assert (await get(settings, "/readyz")).status_code == 503
     migrating = Settings(database_url=blank_database_url, migrate_on_start=True)
     assert (await get(migrating, "/readyz")).status_code == 200
+
+
+async def test_a_started_app_has_made_its_provider_clients(settings: Settings) -> None:
+    """Start-up makes the SDK clients (tens of ms each: TLS contexts) that the first request
+    of each provider made before; shutdown closes them."""
+    keys = {"openai_api_key": "sk-x", "anthropic_api_key": "sk-y"}
+    app = create_app(Settings(**{**settings.model_dump(), **keys}))
+    selector = app.state.services.configs.selector
+    adapters = [selector.adapter(name) for name in ("openai", "anthropic")]
+    assert [a._client for a in adapters] == [None, None]
+    async with app.router.lifespan_context(app):
+        clients = [a._client for a in adapters]
+        assert [type(c).__name__ for c in clients] == ["AsyncOpenAI", "AsyncAnthropic"]
+    assert all(c.is_closed() for c in clients)
 
 
 async def test_serving_keeps_the_start_up_heap_out_of_the_collector(settings: Settings) -> None:

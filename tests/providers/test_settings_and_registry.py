@@ -10,6 +10,7 @@ from app.providers import (
     build_adapters,
     build_selector,
     close_selector,
+    open_selector,
     token_counter_for,
 )
 from app.providers.anthropic_messages import AnthropicAdapter
@@ -104,6 +105,20 @@ async def test_default_provider_setting() -> None:
         await close_selector(selector)
     with pytest.raises(ValueError, match="'anthropic' is not available"):
         build_selector(Settings(default_provider="anthropic"))
+
+
+async def test_open_selector_makes_the_sdk_clients_and_close_selector_closes_them() -> None:
+    selector = build_selector(Settings(openai_api_key="o", anthropic_api_key="a"))
+    adapters = [selector.adapter(name) for name in ("openai", "anthropic")]
+    assert all(a._client is None for a in adapters)  # type: ignore[union-attr]
+    open_selector(selector)  # what Services.start does: no client is made on a first request
+    clients = [a._client for a in adapters]  # type: ignore[union-attr]
+    assert [type(c).__name__ for c in clients] == ["AsyncOpenAI", "AsyncAnthropic"]
+    open_selector(selector)
+    assert [a._client for a in adapters] == clients  # type: ignore[union-attr]
+    await close_selector(selector)
+    assert all(a._client is None for a in adapters)  # type: ignore[union-attr]
+    assert all(c.is_closed() for c in clients)
 
 
 def test_encodings() -> None:
