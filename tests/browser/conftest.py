@@ -79,10 +79,12 @@ async def loopback_only(context: Any, pages: dict[str, str] | None = None) -> li
 
 class CuttableProxy:
     """A loopback TCP proxy in front of a server whose open connections the test can cut,
-    as a dropped network would; new connections go through again."""
+    as a dropped network would; new connections go through again, unless ``refusing`` is set
+    (the network is still down)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
+        self.refusing = False
         self.writers: list[asyncio.StreamWriter] = []
         self.server: asyncio.Server | None = None
         self.url = ""
@@ -103,6 +105,9 @@ class CuttableProxy:
         self.writers.clear()
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self.refusing:
+            writer.transport.abort()
+            return
         up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
         self.writers += [writer, up_writer]
 

@@ -47,20 +47,29 @@ export async function request(method, path, body) {
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Run the conversation and call onEvent(name, payload) for every event. `bundle` (a delta
-// bundle) makes it a POST; without it, a GET. The run goes on if the connection drops
-// (on_disconnect=continue); we then resume after the last event id we saw, a few times with
-// backoff. Resolves with the `done` payload, or null if the stream ended without one.
-export async function streamRun(conversationId, bundle, onEvent, { retries = 4 } = {}) {
+// bundle) makes it a POST; without it, a GET: a new run, or with `lastEventId` (`<run_id>:0`
+// for a run's start) a running run followed from there. The run goes on if the connection
+// drops (on_disconnect=continue); we then resume after the last event id we saw, `retries`
+// times with backoff (250 ms doubling, at most 4 s: about 30 s in all). Aborting `signal` only
+// detaches this reader. Resolves with the `done` payload, or null if the stream ended without one.
+export async function streamRun(conversationId, bundle, onEvent,
+  { retries = 10, signal, lastEventId = null } = {}) {
   const url = `/conversations/${encodeURIComponent(conversationId)}/stream?on_disconnect=continue`;
-  let lastId = null;
-  let init = bundle === undefined
-    ? { method: "GET", headers: headers({ Accept: "text/event-stream" }) }
-    : { method: "POST", headers: headers({ Accept: "text/event-stream", "Content-Type": "application/json" }),
-        body: JSON.stringify(bundle) };
+  let lastId = lastEventId;
+  const follow = () => ({ method: "GET", signal,
+    headers: headers({ Accept: "text/event-stream", "Last-Event-ID": lastId }) });
+  let init;
+  if (bundle !== undefined) {
+    init = { method: "POST", signal, body: JSON.stringify(bundle),
+      headers: headers({ Accept: "text/event-stream", "Content-Type": "application/json" }) };
+  } else {
+    init = lastId === null ? { method: "GET", signal, headers: headers({ Accept: "text/event-stream" }) }
+      : follow();
+  }
   for (let attempt = 0; ; attempt++) {
     try {
       const response = await check(await fetch(url, init));
-      if (response.status === 204) return null; // the server cannot resume this run
+      if (response.status === 204) return null; // nothing left to replay: the run is over
       for await (const sse of parseSSE(response.body)) {
         if (sse.id !== null) lastId = sse.id;
         const payload = sse.data ? JSON.parse(sse.data) : {};
@@ -68,12 +77,13 @@ export async function streamRun(conversationId, bundle, onEvent, { retries = 4 }
         if (sse.event === "done") return payload;
       }
     } catch (error) {
-      if (error instanceof AuthRequired || error instanceof ApiError) throw error;
+      if (error instanceof AuthRequired || error instanceof ApiError || signal?.aborted) throw error;
       // a network error: the connection dropped; resume below
     }
     if (lastId === null || attempt >= retries) return null;
     onEvent("reconnecting", { attempt: attempt + 1 });
-    await sleep(250 * 2 ** attempt);
-    init = { method: "GET", headers: headers({ Accept: "text/event-stream", "Last-Event-ID": lastId }) };
+    await sleep(Math.min(250 * 2 ** attempt, 4000));
+    signal?.throwIfAborted();
+    init = follow();
   }
 }

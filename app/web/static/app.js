@@ -3,7 +3,9 @@
 import { ApiError, AuthRequired, apiKey, request, streamRun } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
-const state = { id: null, running: false };
+// `stream`: the AbortController of the reader following a run in this tab (null: none). Opening
+// another conversation aborts it, which only detaches the reader: the run goes on.
+const state = { id: null, running: false, stream: null };
 
 function setStatus(text) { $("status").textContent = text; }
 
@@ -13,10 +15,11 @@ function setRunning(running) {
   $("stop").disabled = !running;
 }
 
-function askKey() {
+function askKey(refused) {
   return new Promise((resolve) => {
     const dialog = $("key-dialog");
     $("key").value = "";
+    $("key-error").textContent = refused ? "The server refused that key; try another." : "";
     dialog.addEventListener("close", () => {
       apiKey.set($("key").value.trim());
       resolve();
@@ -32,7 +35,7 @@ async function withKey(fn) {
       return await fn();
     } catch (error) {
       if (!(error instanceof AuthRequired)) throw error;
-      await askKey();
+      await askKey(Boolean(apiKey.get()));
     }
   }
 }
@@ -49,8 +52,10 @@ async function guarded(fn) {
 function bubble(role, text, extra = "") {
   const div = document.createElement("div");
   div.className = `msg ${role} ${extra}`.trim();
+  div.dir = "auto"; // right to left when the text is (the label below does not count)
   const who = document.createElement("span");
   who.className = "who";
+  who.dir = "ltr";
   who.textContent = role;
   div.append(who, document.createTextNode(text));
   $("transcript").append(div);
@@ -75,10 +80,15 @@ function renderMessage(message) {
   return div;
 }
 
+// The stored transcript; a form for the results of client tool calls still pending (also
+// after a reload or from another tab).
 async function showTranscript() {
   const doc = await request("GET", `/conversations/${state.id}/messages`);
   $("transcript").replaceChildren();
   doc.messages.forEach(renderMessage);
+  const pending = doc.messages.filter((m) => m.type === "ToolCallMessage" && m.pending);
+  if (pending.length && !state.running) showToolForm(pending);
+  else $("tool-form").hidden = true;
 }
 
 function showToolForm(toolCalls) {
@@ -97,40 +107,62 @@ function showToolForm(toolCalls) {
 
 function onEvent(live) {
   return (name, payload) => {
-    if (name === "content_block_delta" && typeof payload.delta === "string") {
+    if (name === "run_started") {
+      live.started = true;
+    } else if (name === "content_block_delta" && typeof payload.delta === "string") {
       if (!live.div) live.div = bubble("assistant", "", "streaming");
       live.div.append(document.createTextNode(payload.delta));
     } else if (name === "message") {
       live.div?.remove();
       live.div = null;
       renderMessage(payload.message);
-    } else if (name === "requires_action") {
-      live.toolCalls = payload.tool_calls;
     } else if (name === "error") {
       setStatus(`Error (${payload.code}): ${payload.detail}`);
+      $("run-error").textContent = `Error (${payload.code}): ${payload.detail}`;
     } else if (name === "reconnecting") {
       setStatus(`Connection lost; resuming (try ${payload.attempt})…`);
     }
   };
 }
 
-async function run(bundle) {
+// Stream a run of the open conversation: a new one (`bundle`, or none to run the conversation
+// as it is), or with `lastEventId` the one already running. `text` is put back in the message
+// box if the run could not start.
+async function run(bundle, { lastEventId = null, text = "" } = {}) {
+  state.stream?.abort();
+  const controller = new AbortController();
+  state.stream = controller;
+  const mine = () => state.stream === controller;
   setRunning(true);
-  setStatus("Running…");
+  setStatus(lastEventId ? "Running (following the reply)…" : "Running…");
+  $("run-error").textContent = "";
   $("tool-form").hidden = true;
-  const live = { div: null, toolCalls: null };
+  const live = { div: null, started: false };
+  const sent = bundle?.messages?.filter((m) => m.role === "user") ?? [];
+  sent.forEach((m) => bubble("user", m.text, "sending"));
   try {
-    const done = await withKey(() => streamRun(state.id, bundle, onEvent(live)));
-    live.div?.remove();
-    await showTranscript();
-    setStatus(done ? `Done: ${done.status}` : "The stream ended before the run was done.");
-    if (done?.status === "requires_action" && live.toolCalls) showToolForm(live.toolCalls);
+    const done = await withKey(() => streamRun(state.id, bundle, onEvent(live),
+      { signal: controller.signal, lastEventId }));
+    if (!mine()) return;
+    state.running = false;
+    await showTranscript(); // replaces the streamed text with the stored reply
+    if (done) setStatus(`Done: ${done.status}`);
+    else setStatus(lastEventId && !live.started ? "" : "The stream ended before the run was done.");
   } catch (error) {
+    if (!mine()) return;
     live.div?.classList.remove("streaming");
+    if (!live.started) {
+      document.querySelectorAll(".msg.sending").forEach((div) => div.remove());
+      if (text && !$("message").value) $("message").value = text;
+    }
     setStatus(error instanceof ApiError ? `Error ${error.status}: ${error.message}` : String(error));
   } finally {
-    setRunning(false);
-    await guarded(loadConversations);
+    if (mine()) {
+      state.stream = null;
+      setRunning(false);
+      if (document.activeElement === document.body) $("message").focus();
+      await guarded(loadConversations);
+    }
   }
 }
 
@@ -163,15 +195,25 @@ async function loadConversations() {
   }
 }
 
+// Show a conversation (its id kept in the address, so a reload comes back to it); a run
+// going on there, started in this tab before, in another tab or before a reload, is followed.
 async function open(id) {
+  state.stream?.abort();
+  state.stream = null;
   state.id = id;
+  history.replaceState(null, "", `#${encodeURIComponent(id)}`);
   $("title").textContent = `Conversation ${id}`;
   $("export").disabled = false;
   $("tool-form").hidden = true;
+  $("run-error").textContent = "";
   setRunning(false);
   setStatus("");
+  const conversation = await request("GET", `/conversations/${encodeURIComponent(id)}`);
   await showTranscript();
   await loadConversations();
+  if (conversation.status === "running" && conversation.run_id && state.id === id && !state.running) {
+    run(undefined, { lastEventId: `${conversation.run_id}:0` });
+  }
 }
 
 function newConversationBody() {
@@ -206,8 +248,16 @@ $("send-form").addEventListener("submit", (event) => {
       setStatus("Assistant message added.");
     });
   } else {
-    run(text.trim() ? { messages: [{ role: "user", text }] } : undefined);
+    run(text.trim() ? { messages: [{ role: "user", text }] } : undefined, { text });
   }
+});
+
+// Enter sends what was typed; Shift+Enter makes a new line. (Running the conversation as it
+// is, with nothing typed, takes the Send button.)
+$("message").addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
+  event.preventDefault();
+  if ($("message").value.trim()) $("send-form").requestSubmit();
 });
 
 $("stop").addEventListener("click", () => {
@@ -238,4 +288,17 @@ $("export").addEventListener("click", () => guarded(async () => {
 guarded(async () => {
   await loadProviders();
   await loadConversations();
+  const id = decodeURIComponent(location.hash.slice(1));
+  if (id) {
+    try {
+      await open(id);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      history.replaceState(null, "", location.pathname);
+      state.id = null;
+      $("title").textContent = "No conversation yet: create one.";
+      $("export").disabled = true;
+      setRunning(false);
+    }
+  }
 });

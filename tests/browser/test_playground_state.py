@@ -1,0 +1,167 @@
+"""The playground where a user leaves the happy path: a reload or a second tab while a reply
+streams, client tool calls still pending after a reload, a send the server refuses, a run that
+fails, a network down for seconds, the keyboard, and text that is long or right to left.
+
+Same setup as test_playground.py: headless Chromium against a real uvicorn on SQLite, the
+offline provider slowed down so a reply streams for seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any
+
+from playwright.async_api import Page, expect
+
+from tests.browser.conftest import CuttableProxy, loopback_only
+from tests.browser.test_playground import DELAY_MS, WORDS, api, new_conversation, send
+
+
+async def open_page(browser: Any, url: str) -> tuple[Any, Page, list[str]]:
+    """A new context's page at ``url``, and the console errors and uncaught exceptions it logs."""
+    context = await browser.new_context()
+    await loopback_only(context)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(url)
+    await expect(page.get_by_label("Provider")).to_have_value("offline")
+    return context, page, errors
+
+
+async def test_a_reload_mid_run_comes_back_to_the_running_reply(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server(offline_delay_ms=DELAY_MS)
+    context, page, _ = await open_page(browser, server.url + "/")
+    conv_id = await new_conversation(page)
+    await send(page, WORDS)
+    log = page.get_by_role("log")
+    await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
+    await page.reload()
+    await expect(page.locator("#title")).to_have_text(f"Conversation {conv_id}")
+    await expect(log.locator(".msg.streaming")).to_contain_text("word12 ")
+    await page.get_by_role("button", name="Stop").click()
+    await expect(page.get_by_role("status")).to_have_text("Done: aborted")
+    await expect(log.locator(".msg.incomplete")).to_contain_text("(cut short)")
+    async with await api(server.url, None) as http:
+        stored = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
+    assert stored[-1]["incomplete"] is True and stored[-1]["text"] in await log.inner_text()
+    await context.close()
+
+
+async def test_a_second_tab_follows_the_run_and_can_stop_it(browser: Any, live_server: Any) -> None:
+    server = live_server(offline_delay_ms=DELAY_MS)
+    context, first, _ = await open_page(browser, server.url + "/")
+    await new_conversation(first)
+    await send(first, WORDS)
+    await expect(first.get_by_role("log").locator(".msg.streaming")).to_contain_text("word3 ")
+    second = await context.new_page()
+    await second.goto(server.url + "/")
+    await second.get_by_role("list", name="Conversations").get_by_role("button").first.click()
+    await expect(second.get_by_role("log").locator(".msg.streaming")).to_contain_text("word8 ")
+    await expect(second.get_by_role("button", name="Send")).to_be_disabled()
+    await second.get_by_role("button", name="Stop").click()
+    for page in (first, second):
+        await expect(page.get_by_role("status")).to_have_text("Done: aborted")
+        cut = page.get_by_role("log").locator(".msg.incomplete")
+        await expect(cut).to_contain_text("(cut short)")
+    await context.close()
+
+
+async def test_pending_client_tool_calls_get_their_form_after_a_reload(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server()
+    context, page, _ = await open_page(browser, server.url + "/")
+    await page.get_by_label("Client tools (JSON list)").fill(
+        '[{"name": "lookup", "parameters": {"type": "object", "properties": {}}}]'
+    )
+    await new_conversation(page)
+    await send(page, "call lookup {}")
+    await expect(page.get_by_role("status")).to_have_text("Done: requires_action")
+    await page.reload()
+    await page.get_by_label("Result of lookup({})").fill('{"found": "blue"}')
+    await page.get_by_role("button", name="Send tool results").click()
+    await expect(page.get_by_role("status")).to_have_text("Done: completed")
+    await expect(page.get_by_role("log").locator(".msg.assistant").last).to_contain_text("blue")
+    await context.close()
+
+
+async def test_a_refused_send_keeps_the_text_and_a_failed_run_says_why(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server(max_text_chars=20)
+    async with await api(server.url, None) as http:
+        tiny = {"config": {"context_max_tokens": 1}}
+        conv = (await http.post("/conversations", json=tiny)).json()
+    context, page, _ = await open_page(browser, f"{server.url}/#{conv['id']}")
+    await expect(page.locator("#title")).to_have_text(f"Conversation {conv['id']}")
+    message = page.get_by_role("textbox", name="Message")
+    too_long = "a message longer than twenty characters"
+    await send(page, too_long)
+    await expect(page.get_by_role("status")).to_contain_text("Error 422")
+    await expect(message).to_have_value(too_long)
+    await expect(page.get_by_role("log").locator(".msg")).to_have_count(0)
+    await send(page, "short")
+    await expect(page.get_by_role("status")).to_have_text("Done: failed")
+    await expect(page.get_by_role("alert")).to_contain_text("context_too_long")
+    await context.close()
+
+
+async def test_a_network_down_for_seconds_still_resumes(browser: Any, live_server: Any) -> None:
+    server = live_server(offline_delay_ms=DELAY_MS)
+    async with CuttableProxy(server.port) as proxy:
+        context, page, _ = await open_page(browser, proxy.url + "/")
+        conv_id = await new_conversation(page)
+        await send(page, WORDS)
+        log = page.get_by_role("log")
+        await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
+        proxy.refusing = True
+        proxy.cut()
+        await expect(page.get_by_role("status")).to_contain_text("resuming (try 4)")
+        await asyncio.sleep(3.0)  # down past the fourth retry (3.75 s after the cut)
+        proxy.refusing = False
+        await expect(page.get_by_role("status")).to_have_text("Done: completed", timeout=15_000)
+        async with await api(server.url, None) as http:
+            stored = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
+        assert stored[-1]["text"] == WORDS
+        await expect(log.locator(".msg.assistant").last).to_contain_text("word79")
+        await context.close()
+
+
+async def test_keyboard_only_and_text_that_is_long_or_right_to_left(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server()
+    context, page, errors = await open_page(browser, server.url + "/")
+    await page.get_by_role("button", name="New conversation").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#title")).to_contain_text("Conversation ")
+    message = page.get_by_role("textbox", name="Message")
+    await message.focus()
+    await page.keyboard.type("first line")
+    await page.keyboard.press("Shift+Enter")
+    await page.keyboard.type("second line")
+    await page.keyboard.press("Enter")
+    log = page.get_by_role("log")
+    await expect(page.get_by_role("status")).to_have_text("Done: completed")
+    reply = log.locator(".msg.assistant").last
+    await expect(reply).to_have_text("assistantfirst line\nsecond line")
+    await expect(message).to_be_focused()
+    await page.keyboard.type("x" * 3000)
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("status")).to_have_text("Done: completed")
+    await message.fill("שלום עולם! (hello)")
+    await page.keyboard.press("Enter")
+    await expect(log.locator(".msg.assistant").last).to_contain_text("שלום")
+    bubbles = log.locator(".msg")
+    widths = await bubbles.evaluate_all("els => els.map(e => e.scrollWidth - e.clientWidth)")
+    assert max(widths) <= 1, "a long word runs out of its bubble"
+    direction = await bubbles.last.evaluate("e => getComputedStyle(e).direction")
+    assert direction == "rtl"
+    assert errors == []
+    await expect(page.get_by_role("status")).not_to_have_text(re.compile("Error"))
+    await context.close()
