@@ -165,3 +165,24 @@ async def test_keyboard_only_and_text_that_is_long_or_right_to_left(
     assert errors == []
     await expect(page.get_by_role("status")).not_to_have_text(re.compile("Error"))
     await context.close()
+
+
+async def test_every_conversation_can_be_reached_from_the_list(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server(page_size=3)
+    async with await api(server.url, None) as http:
+        for n in range(7):
+            await http.post("/conversations", json={"metadata": {"title": f"chat {n}"}})
+    context, page, errors = await open_page(browser, server.url + "/")
+    listed = page.get_by_role("list", name="Conversations").get_by_role("button")
+    await expect(listed).to_have_count(3)
+    for shown in (6, 7):
+        await page.get_by_role("button", name="More conversations").click()
+        await expect(listed).to_have_count(shown)
+    await expect(page.get_by_role("button", name="More conversations")).to_be_hidden()
+    await listed.get_by_text("chat 0").click()
+    await expect(page.locator("#title")).to_contain_text("Conversation ")
+    await expect(listed).to_have_count(7)  # re-read after opening: still every page asked for
+    assert errors == []
+    await context.close()

@@ -5,7 +5,7 @@ import { ApiError, AuthRequired, apiKey, request, streamRun } from "./api.js";
 const $ = (id) => document.getElementById(id);
 // `stream`: the AbortController of the reader following a run in this tab (null: none). Opening
 // another conversation aborts it, which only detaches the reader: the run goes on.
-const state = { id: null, running: false, stream: null };
+const state = { id: null, running: false, stream: null, pages: 1 };
 
 function setStatus(text) { $("status").textContent = text; }
 
@@ -178,21 +178,34 @@ async function loadProviders() {
   }
 }
 
+// The conversations, newest first: as many pages as the user asked for with "More
+// conversations" (so the list keeps its length when it is re-read after a run).
 async function loadConversations() {
-  const page = await request("GET", "/conversations");
+  const items = [];
+  let cursor = null;
+  for (let n = 0; n < state.pages; n++) {
+    const query = cursor ? `?cursor=${encodeURIComponent(cursor)}` : "";
+    const page = await request("GET", `/conversations${query}`);
+    items.push(...page.items);
+    cursor = page.next_cursor;
+    if (!cursor) break;
+  }
   const list = $("conversations");
   list.replaceChildren();
-  for (const c of page.items) {
+  for (const c of items) {
     const item = document.createElement("li");
     const button = document.createElement("button");
     button.type = "button";
-    const label = c.metadata.title || `${c.config.provider || "default"} · ${c.id.slice(0, 8)}`;
+    const title = c.metadata.title;
+    const label = typeof title === "string" && title ? title
+      : `${c.config.provider || "default"} · ${c.id.slice(0, 8)}`;
     button.textContent = `${label} (${c.message_count})`;
     button.setAttribute("aria-current", String(c.id === state.id));
     button.addEventListener("click", () => guarded(() => open(c.id)));
     item.append(button);
     list.append(item);
   }
+  $("more").hidden = !cursor;
 }
 
 // Show a conversation (its id kept in the address, so a reload comes back to it); a run
@@ -273,6 +286,11 @@ $("tool-form").addEventListener("submit", (event) => {
     return { role: "tool", tool_call_id: input.dataset.toolCallId, result };
   });
   run({ messages });
+});
+
+$("more").addEventListener("click", () => {
+  state.pages += 1;
+  guarded(loadConversations);
 });
 
 $("export").addEventListener("click", () => guarded(async () => {
