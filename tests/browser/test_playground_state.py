@@ -186,3 +186,26 @@ async def test_every_conversation_can_be_reached_from_the_list(
     await expect(listed).to_have_count(7)  # re-read after opening: still every page asked for
     assert errors == []
     await context.close()
+
+
+async def test_a_run_that_ends_while_the_browser_is_offline_is_shown_once_back(
+    browser: Any, live_server: Any
+) -> None:
+    """Offline emulation keeps the open stream but fails new requests: the run's ``done``
+    arrives, re-reading the stored transcript fails until the network is back."""
+    server = live_server(offline_delay_ms=DELAY_MS)
+    context, page, _ = await open_page(browser, server.url + "/")
+    conv_id = await new_conversation(page)
+    await send(page, WORDS)
+    log = page.get_by_role("log")
+    await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
+    await context.set_offline(True)
+    await expect(page.get_by_role("status")).to_contain_text("Done: completed", timeout=10_000)
+    await asyncio.sleep(1.0)
+    await context.set_offline(False)
+    await expect(page.get_by_role("status")).to_have_text("Done: completed", timeout=10_000)
+    await expect(log.locator(".msg.user")).to_have_count(1)
+    await expect(log.locator(".msg.assistant")).to_have_text(f"assistant{WORDS}")
+    async with await api(server.url, None) as http:
+        assert (await http.get(f"/conversations/{conv_id}")).json()["status"] == "idle"
+    await context.close()

@@ -91,6 +91,20 @@ async function showTranscript() {
   else $("tool-form").hidden = true;
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// showTranscript, tried again while the network is down (as long as a resume would be).
+async function rereadTranscript() {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await showTranscript();
+    } catch (error) {
+      if (error instanceof ApiError || error instanceof AuthRequired || attempt >= 10) throw error;
+      await sleep(Math.min(250 * 2 ** attempt, 4000));
+    }
+  }
+}
+
 function showToolForm(toolCalls) {
   const fields = $("tool-fields");
   fields.replaceChildren();
@@ -145,7 +159,9 @@ async function run(bundle, { lastEventId = null, text = "" } = {}) {
       { signal: controller.signal, lastEventId }));
     if (!mine()) return;
     state.running = false;
-    await showTranscript(); // replaces the streamed text with the stored reply
+    if (done) setStatus(`Done: ${done.status}; reading the stored transcript…`);
+    await rereadTranscript(); // replaces the streamed text with the stored reply
+    if (!mine()) return;
     if (done) setStatus(`Done: ${done.status}`);
     else setStatus(lastEventId && !live.started ? "" : "The stream ended before the run was done.");
   } catch (error) {
