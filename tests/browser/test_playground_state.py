@@ -84,7 +84,7 @@ async def test_pending_client_tool_calls_get_their_form_after_a_reload(
     await expect(page.get_by_role("status")).to_have_text("Done: requires_action")
     await page.reload()
     await page.get_by_label("Result of lookup({})").fill('{"found": "blue"}')
-    await page.get_by_role("button", name="Send tool results").click()
+    await page.get_by_role("button", name="Submit tool results").click()
     await expect(page.get_by_role("status")).to_have_text("Done: completed")
     await expect(page.get_by_role("log").locator(".msg.assistant").last).to_contain_text("blue")
     await context.close()
