@@ -23,6 +23,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
+MAX_DURATION_SECONDS = 315_360_000
+"""Ten years: the most a duration that dates are computed from (a lease, a TTL, a retention)
+may be; beyond some such bound the date arithmetic overflows and every request fails."""
 _DRIVERS = {
     "sqlite+aiosqlite": "sqlite+aiosqlite",
     "postgresql+asyncpg": "postgresql+asyncpg",
@@ -39,7 +42,8 @@ def _sdk_env(name: str) -> AliasChoices:
 class Settings(BaseSettings):
     """Everything an operator can set; each field is documented in the README."""
 
-    model_config = SettingsConfigDict(env_prefix="PARLEY_", extra="ignore")
+    # allow_inf_nan: `inf` is a float pydantic accepts, but no timeout or delay can be infinite.
+    model_config = SettingsConfigDict(env_prefix="PARLEY_", extra="ignore", allow_inf_nan=False)
 
     database_url: str = Field(
         DEFAULT_DATABASE_URL,
@@ -83,6 +87,7 @@ class Settings(BaseSettings):
     idempotency_ttl_seconds: float = Field(
         86_400,
         gt=0,
+        le=MAX_DURATION_SECONDS,
         description="How long an `Idempotency-Key` is remembered: a retry within it gets the "
         "first result; after it the key is free again.",
     )
@@ -91,6 +96,7 @@ class Settings(BaseSettings):
     run_lease_seconds: float = Field(
         6,
         gt=0,
+        le=MAX_DURATION_SECONDS,
         description="A run's hold on its conversation, renewed at a third; when its process "
         "dies, the conversation is free again after at most this long.",
     )
@@ -123,6 +129,7 @@ class Settings(BaseSettings):
     run_event_retention_seconds: float = Field(
         86_400,
         gt=0,
+        le=MAX_DURATION_SECONDS,
         description="How long the events of a finished run are kept for resuming; its messages "
         "stay for good.",
     )

@@ -13,7 +13,7 @@ from alembic import command
 from alembic.config import Config
 
 from app.main import YOUNG_GC_THRESHOLD, create_app
-from app.settings import Settings
+from app.settings import MAX_DURATION_SECONDS, Settings
 from app.storage.schema import head_revisions
 from tests.api.conftest import app_client
 
@@ -139,3 +139,25 @@ async def test_the_collector_is_put_back_when_the_last_of_two_apps_stops(
         await second.__aexit__(None, None, None)
     assert gc.get_threshold() == before
     assert gc.get_freeze_count() == 0
+
+
+async def test_the_longest_durations_the_settings_allow_still_serve(database_url: str) -> None:
+    """The bound on the durations that dates are computed from is one the dates can hold:
+    a lease, an idempotency TTL and an event retention of ten years serve as usual."""
+    settings = Settings(
+        database_url=database_url,
+        sse_ping_seconds=0,
+        run_lease_seconds=MAX_DURATION_SECONDS,
+        idempotency_ttl_seconds=MAX_DURATION_SECONDS,
+        run_event_retention_seconds=MAX_DURATION_SECONDS,
+    )
+    async with app_client(settings) as client:
+        created = await client.post("/conversations", json={}, headers={"Idempotency-Key": "k"})
+        assert created.status_code == 201, created.text
+        again = await client.post("/conversations", json={}, headers={"Idempotency-Key": "k"})
+        assert again.json()["id"] == created.json()["id"]
+        stream = await client.post(
+            f"/conversations/{created.json()['id']}/stream",
+            json={"messages": [{"role": "user", "text": "a b"}]},
+        )
+        assert stream.status_code == 200 and '"status":"completed"' in stream.text

@@ -132,6 +132,14 @@ def test_the_json_log_line_of_a_request_carries_its_id(
         ({"OPENAI_BASE_URL": "ftp://x"}, "PARLEY_OPENAI_BASE_URL or OPENAI_BASE_URL: must be"),
         ({"PARLEY_MIGRATE_ON_START": "maybe"}, "PARLEY_MIGRATE_ON_START: Input should be"),
         ({"PARLEY_PAGE_SIZE": "x", "PARLEY_API_KEYS": "k"}, "PARLEY_PAGE_SIZE: Input should be"),
+        # pydantic takes `inf` for a float; infinite (or date-overflowing) durations made every
+        # stream, idempotent create or provider call of the server fail with a 500 instead.
+        ({"PARLEY_RUN_LEASE_SECONDS": "inf"}, "PARLEY_RUN_LEASE_SECONDS: Input should be a finite"),
+        ({"PARLEY_RUN_LEASE_SECONDS": "1e20"}, "PARLEY_RUN_LEASE_SECONDS: Input should be less"),
+        ({"PARLEY_IDEMPOTENCY_TTL_SECONDS": "1e15"}, "PARLEY_IDEMPOTENCY_TTL_SECONDS: Input"),
+        ({"PARLEY_RUN_EVENT_RETENTION_SECONDS": "1e20"}, "PARLEY_RUN_EVENT_RETENTION_SECONDS: "),
+        ({"PARLEY_PROVIDER_READ_TIMEOUT_SECONDS": "inf"}, "PARLEY_PROVIDER_READ_TIMEOUT_SECONDS: "),
+        ({"PARLEY_OFFLINE_DELAY_MS": "Infinity"}, "PARLEY_OFFLINE_DELAY_MS: Input should be a"),
     ],
 )
 def test_each_bad_value_is_named_on_one_line(
