@@ -11,6 +11,7 @@ Names follow Prometheus conventions: a ``parley_`` prefix, the unit last, ``_tot
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from dataclasses import dataclass, field
@@ -175,9 +176,29 @@ def scrape() -> tuple[bytes, str]:
     path = multiprocess_dir()
     if path is None:
         return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+    _forget_dead_processes(path)
     registry = CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=path)  # type: ignore[no-untyped-call]
     return generate_latest(registry), CONTENT_TYPE_LATEST
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, as another user's process
+        return True
+    return True
+
+
+def _forget_dead_processes(path: str) -> None:
+    """Drop the live gauges of processes that ended without ``process_exited`` (kill -9, OOM):
+    a worker that died mid-run would otherwise count its runs as active for good."""
+    for file in glob.glob(os.path.join(path, "gauge_live*_*.db")):
+        pid = os.path.basename(file).removesuffix(".db").rpartition("_")[2]
+        if pid.isdigit() and not _alive(int(pid)):
+            multiprocess.mark_process_dead(int(pid), path)  # type: ignore[no-untyped-call]
 
 
 def process_exited(pid: int | None = None) -> None:

@@ -55,6 +55,29 @@ def test_a_scrape_adds_up_every_process(tmp_path: Path) -> None:
     assert samples.get(("parley_runs_active", (("provider", "offline"),)), 0) == 0
 
 
+KILLED = """
+import os
+from app.observability import metrics
+metrics.run_started("offline")
+metrics.run_started("offline")
+os._exit(0)  # as kill -9 or the OOM killer would end it: no process_exited
+"""
+
+
+def test_a_process_that_died_without_shutting_down_leaves_no_active_runs(
+    tmp_path: Path,
+) -> None:
+    python(KILLED, tmp_path)
+    python(RECORD, tmp_path)
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(python(SCRAPE, tmp_path))
+        for s in family.samples
+    }
+    assert samples[("parley_runs_started_total", (("provider", "offline"),))] == 3  # counters stay
+    assert samples.get(("parley_runs_active", (("provider", "offline"),)), 0) == 0
+
+
 def test_event_log_flush_records_latency_and_batch_size() -> None:
     def count(name: str) -> float:
         return REGISTRY.get_sample_value(name) or 0.0
