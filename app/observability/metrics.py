@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -26,6 +27,23 @@ from prometheus_client import (
     generate_latest,
     multiprocess,
 )
+
+
+def _check_multiprocess_dir() -> None:
+    """A ``PROMETHEUS_MULTIPROC_DIR`` that is not a writable directory ends the process as a
+    bad setting does (status 2, one line), not with prometheus_client's traceback at import."""
+    path = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if path and not (os.path.isdir(path) and os.access(path, os.W_OK | os.X_OK)):
+        print(
+            "parley: configuration error: PROMETHEUS_MULTIPROC_DIR: "
+            f"{path!r} is not a writable directory (create it, empty, before starting)",
+            file=sys.stderr,
+            flush=True,
+        )
+        raise SystemExit(2)
+
+
+_check_multiprocess_dir()  # before the first metric below opens its file there
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
 _TOKEN_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)

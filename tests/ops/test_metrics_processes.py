@@ -107,3 +107,20 @@ def test_the_token_clock_restarts_its_gap_at_each_block() -> None:
     clock.delta()
     clock.delta()
     assert gaps() == before + 2
+
+
+def test_a_multiprocess_directory_that_does_not_exist_is_a_one_line_configuration_error(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "not-created"
+    env = {**os.environ, "PROMETHEUS_MULTIPROC_DIR": str(missing)}
+    done = subprocess.run(
+        [sys.executable, "-c", "import app.main"],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 2, done.stderr
+    [line] = done.stderr.splitlines()  # not prometheus_client's FileNotFoundError traceback
+    assert line.startswith("parley: configuration error: PROMETHEUS_MULTIPROC_DIR: ")
