@@ -154,7 +154,10 @@ def _openai_calls(item: Mapping[str, Any], loc: Loc, calls: _Calls) -> None:
         raw = function.get("arguments") or "{}"
         arguments = _json_object(raw, (*here, "function", "arguments"))
         call_id = _field(entry, "id", here, (str,))
-        calls.add(_tool_call(name, call_id, arguments, here, text if j == 0 else ""), here)
+        call = _tool_call(
+            name, call_id, arguments, here, text if j == 0 else "", name_at="function"
+        )
+        calls.add(call, here)
 
 
 def _json_object(raw: Any, loc: Loc) -> dict[str, Any]:
@@ -173,11 +176,17 @@ def _json_object(raw: Any, loc: Loc) -> dict[str, Any]:
 
 
 def _tool_call(
-    name: str, call_id: str, arguments: dict[str, Any], loc: Loc, text: str
+    name: str,
+    call_id: str,
+    arguments: dict[str, Any],
+    loc: Loc,
+    text: str,
+    name_at: str | None = None,
 ) -> ToolCallMessage:
-    """A call read as pending: its result, if any, comes later."""
+    """A call read as pending: its result, if any, comes later. ``name_at``: the object within
+    ``loc`` that holds the name (OpenAI's ``function``), if not ``loc`` itself."""
     if not name.strip():
-        raise _fail((*loc, "name"), "must not be empty")
+        raise _fail((*loc, *([name_at] if name_at else []), "name"), "must not be empty")
     if not call_id.strip():
         raise _fail((*loc, "id"), "must not be empty")
     return ToolCallMessage(name, call_id, arguments, message=text, pending=True)

@@ -148,8 +148,13 @@ OPENAI_ERRORS: list[tuple[Any, tuple[str | int, ...]]] = [
         ("messages", 0, "tool_calls", 1, "id"),
     ),
     (
+        # the name is the function's: `tool_calls[0].name` named a field that does not exist
         {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": " "}}]},
-        ("messages", 0, "tool_calls", 0, "name"),
+        ("messages", 0, "tool_calls", 0, "function", "name"),
+    ),
+    (
+        {"role": "assistant", "tool_calls": [{"id": " ", "function": {"name": "clock"}}]},
+        ("messages", 0, "tool_calls", 0, "id"),
     ),
     (
         {"role": "assistant", "tool_calls": [{"id": "c"}]},
