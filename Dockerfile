@@ -28,7 +28,8 @@ EXPOSE 8000
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-m", "app.healthcheck"]
 # uvloop + httptools; proxy headers honoured; on SIGTERM uvicorn stops accepting and gives open
-# requests (streams) 30 s, more than the 10 s run drain, before it closes them.
+# requests (streams) 30 s, more than the run drain (PARLEY_SHUTDOWN_DRAIN_SECONDS, 5 s), before
+# it closes them.
 CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", \
      "--loop", "uvloop", "--http", "httptools", "--proxy-headers", \
      "--timeout-graceful-shutdown", "30"]
