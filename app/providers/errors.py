@@ -194,6 +194,25 @@ def stream_error(provider: str, body: object) -> UpstreamError:
     )
 
 
+def _aiohttp_connection_error(exc: BaseException) -> BaseException | None:
+    """The aiohttp connection error (refused, reset, cut) behind ``exc``, if any, that is not a
+    timeout. The openai SDK's aiohttp transport turns every ``aiohttp.ClientConnectionError``
+    into ``httpx.ConnectTimeout`` and so into ``APITimeoutError``: a server that refuses the
+    connection would be reported as one that gave ``no answer in time``."""
+    try:
+        import aiohttp
+    except ImportError:  # pragma: no cover - aiohttp comes with the SDKs' aiohttp extra
+        return None
+    cause = exc.__cause__ or exc.__context__
+    for _ in range(8):
+        if cause is None:
+            return None
+        if isinstance(cause, aiohttp.ClientConnectionError) and not isinstance(cause, TimeoutError):
+            return cause
+        cause = cause.__cause__ or cause.__context__
+    return None
+
+
 def openai_error(exc: BaseException) -> ProviderError:
     """An exception raised by the ``openai`` SDK (or its transport) as a ProviderError."""
     import openai
@@ -201,6 +220,12 @@ def openai_error(exc: BaseException) -> ProviderError:
     if isinstance(exc, ProviderError):
         return exc
     if isinstance(exc, openai.APITimeoutError):
+        if (refused := _aiohttp_connection_error(exc)) is not None:
+            return ProviderError(
+                "upstream_unavailable",
+                f"openai: the connection failed or was cut ({type(refused).__name__}: {refused})",
+                retryable=True,
+            )
         return ProviderError("timeout", "openai: no answer in time", retryable=True)
     if isinstance(exc, openai.APIConnectionError):
         cause = exc.__cause__

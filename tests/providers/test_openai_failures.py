@@ -4,8 +4,10 @@ consumer that stops early (the fake server sees the upstream request closed)."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 from contextlib import aclosing
+from typing import Literal
 
 import pytest
 
@@ -178,3 +180,28 @@ async def test_arguments_that_are_not_json(
     _, error = await drain(openai_adapter.stream_message([TextMessage("x")], [], OPTIONS))
     assert error is not None and error.code == "bad_response" and "lookup" in error.detail
     assert len(server.received) == 3  # nothing was yielded yet, so it was tried again
+
+
+@pytest.mark.parametrize("http_client", ["aiohttp", "httpx"])
+async def test_a_refused_connection_is_upstream_unavailable_not_a_timeout(
+    http_client: Literal["aiohttp", "httpx"],
+) -> None:
+    """The openai SDK's aiohttp transport maps a refused connection to ConnectTimeout: it was
+    reported as `timeout` ("no answer in time"), where anthropic and httpx say what happened."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once the socket is closed
+    adapter = OpenAIAdapter(
+        OpenAIConfig(
+            api_key="k",
+            base_url=f"http://127.0.0.1:{port}/v1",
+            retry=RetryPolicy(max_retries=0),
+            http_client=http_client,
+        )
+    )
+    try:
+        _, error = await drain(adapter.stream_message([TextMessage("x")], [], OPTIONS))
+    finally:
+        await adapter.aclose()
+    assert error is not None and (error.code, error.retryable) == ("upstream_unavailable", True)
+    assert "connection failed" in error.detail
