@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from typing import Any, Literal, NoReturn, Self
+from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -259,9 +260,38 @@ class Settings(BaseSettings):
             raise ValueError("must be an http:// or https:// URL")
         return value.strip()
 
+    @field_validator("cors_origins", mode="after")
+    @classmethod
+    def _origins(cls, value: str) -> str:
+        for origin in (o.strip() for o in value.split(",")):
+            if origin == "*":
+                raise ValueError("'*' is not supported: list the origins that may call Parley")
+            if origin and not _is_origin(origin.rstrip("/")):
+                raise ValueError(
+                    f"{origin!r} is not an origin: scheme, host and port only, "
+                    "such as https://app.example.com"
+                )
+        return value
+
     def cors_origin_list(self) -> list[str]:
         """The allowed origins of ``cors_origins``, without blanks or trailing slashes."""
         return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
+
+
+def _is_origin(text: str) -> bool:
+    """Whether ``text`` is a web origin as browsers send it: ``scheme://host[:port]``."""
+    try:
+        parts = urlsplit(text)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return False
+    return bool(
+        parts.scheme
+        and parts.hostname
+        and "@" not in parts.netloc
+        and not (parts.path or parts.query or parts.fragment)
+        and text.startswith(f"{parts.scheme}://")
+    )
 
 
 def env_names(name: str) -> list[str]:

@@ -140,6 +140,9 @@ def test_the_json_log_line_of_a_request_carries_its_id(
         ({"PARLEY_RUN_EVENT_RETENTION_SECONDS": "1e20"}, "PARLEY_RUN_EVENT_RETENTION_SECONDS: "),
         ({"PARLEY_PROVIDER_READ_TIMEOUT_SECONDS": "inf"}, "PARLEY_PROVIDER_READ_TIMEOUT_SECONDS: "),
         ({"PARLEY_OFFLINE_DELAY_MS": "Infinity"}, "PARLEY_OFFLINE_DELAY_MS: Input should be a"),
+        # accepted before, and then every origin got 403: `*` does not mean "any" here
+        ({"PARLEY_CORS_ORIGINS": "*"}, "PARLEY_CORS_ORIGINS: '*' is not supported"),
+        ({"PARLEY_CORS_ORIGINS": "https://a.example, app.example.com"}, "'app.example.com' is"),
     ],
 )
 def test_each_bad_value_is_named_on_one_line(
