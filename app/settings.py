@@ -246,6 +246,15 @@ class Settings(BaseSettings):
         """The bearer tokens ``api_keys`` lists (empty: any token works)."""
         return [k.strip() for k in self.api_keys.get_secret_value().split(",") if k.strip()]
 
+    @field_validator("api_keys", mode="after")
+    @classmethod
+    def _some_key_if_set(cls, value: SecretStr) -> SecretStr:
+        raw = value.get_secret_value()
+        if raw.strip() and not [k for k in raw.split(",") if k.strip()]:
+            # ", ," would otherwise leave the server open to any token, the opposite of intended
+            raise ValueError("lists no key (leave it empty to accept any token)")
+        return value
+
     @field_validator("openai_api_key", "anthropic_api_key", mode="after")
     @classmethod
     def _blank_key_is_none(cls, value: SecretStr | None) -> SecretStr | None:

@@ -142,6 +142,8 @@ def test_the_json_log_line_of_a_request_carries_its_id(
         ({"PARLEY_OFFLINE_DELAY_MS": "Infinity"}, "PARLEY_OFFLINE_DELAY_MS: Input should be a"),
         # accepted before, and then every origin got 403: `*` does not mean "any" here
         ({"PARLEY_CORS_ORIGINS": "*"}, "PARLEY_CORS_ORIGINS: '*' is not supported"),
+        # only separators: any token (or none) would have been accepted
+        ({"PARLEY_API_KEYS": " , ,"}, "PARLEY_API_KEYS: lists no key"),
         ({"PARLEY_CORS_ORIGINS": "https://a.example, app.example.com"}, "'app.example.com' is"),
     ],
 )
