@@ -63,7 +63,8 @@ class StoredDataError(StorageError):
 
 
 class VersionConflict(StorageError):
-    """The caller's expected version is stale; nothing was changed."""
+    """The caller's expected version is stale; nothing the caller asked for was changed. A dead
+    run met on the way is ended all the same: its ending may be what moved the version."""
 
     def __init__(self, conversation_id: str, current_version: int, expected_version: int) -> None:
         super().__init__(

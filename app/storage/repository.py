@@ -578,6 +578,7 @@ class ConversationRepository:
         ended first."""
         row = await self._locked_row(conversation_id)
         holder, expires = row["lease_run_id"], row["lease_expires_at"]
+        ended_a_run = False
         if run_id is not None:
             if holder != run_id:
                 raise LeaseLost(row["id"], run_id)
@@ -587,8 +588,14 @@ class ConversationRepository:
             ended = await self._end_abandoned_run(row)  # writing past an expired lease ends it
             if ended is None:
                 raise LeaseHeld(row["id"], holder)
-            row = ended
+            row, ended_a_run = ended, ended["version"] != row["version"]
         if expected_version is not None and row["version"] != expected_version:
+            if ended_a_run:
+                # The dead run's ending (its reply stored, one version up) stands whatever this
+                # request asked: kept, the version the 412 names is the one a reader then sees.
+                # Rolled back with the refused write, readers went on seeing the old version
+                # and every retry with its ETag met the same 412.
+                await self._session.commit()
             raise VersionConflict(row["id"], row["version"], expected_version)
         return row
 

@@ -42,6 +42,7 @@ from app.storage import (
     LeaseHeld,
     RunNotFound,
     RunRepository,
+    VersionConflict,
     utcnow,
 )
 from app.storage.tables import CONVERSATIONS
@@ -309,6 +310,42 @@ async def test_an_abandoned_run_is_ended_by_the_next_writer_with_its_streamed_te
     assert record.status == "interrupted" and record.error_code == "process_lost"
     view = await conversations(services).get(conv_id)
     assert view.status == "idle" and view.record.message_count == 3
+
+
+async def test_a_stale_if_match_past_an_abandoned_run_still_stores_its_ending(
+    make_services: MakeServices,
+) -> None:
+    """A write with the ETag a reader saw (the conversation idle, its lease expired) ends the
+    dead run first, one version up, and is then refused with 412. The ending must stay: rolled
+    back with the write, readers kept seeing the old version, the 412 named one that did not
+    exist, and a retry with the ETag read again met the same 412 until the writer's sweep."""
+    services = await make_services(ScriptedAdapter([]))
+    conv_id = await new_conversation(services, "hi")
+    seen = (await conversations(services).get(conv_id)).record.version
+    run_id = "0" * 31 + "2"
+    async with services.repository(None) as repo:  # a run whose process died after a delta
+        await repo.acquire_lease(conv_id, run_id, 0.05)
+        runs = RunRepository(repo.session)
+        await runs.create(run_id, conv_id, OWNER, "cancel")
+        from app.runs.events import chunk_event, merged_rows
+
+        chunks = [ContentBlockStart(0), ContentBlockDelta("half")]
+        await runs.add_events(
+            merged_rows(run_id, [chunk_event(i + 1, c) for i, c in enumerate(chunks)])
+        )
+    await asyncio.sleep(0.1)
+    view = await conversations(services).get(conv_id)
+    assert view.status == "idle" and view.record.version == seen
+    delta = Delta(messages=[TextMessage("next")])
+    with pytest.raises(VersionConflict) as refused:
+        await conversations(services).apply_delta(conv_id, delta, seen)
+    after = await conversations(services).get(conv_id)
+    assert refused.value.current_version == after.record.version == seen + 1
+    assert after.record.message_count == view.record.message_count + 1  # "half", incomplete
+    record = await RunReader(services, OWNER).get(conv_id, run_id)
+    assert record.status == "interrupted"
+    done = await conversations(services).apply_delta(conv_id, delta, after.record.version)
+    assert done.record.message_count == after.record.message_count + 1
 
 
 async def test_resume_refuses_what_is_not_ours_and_ends_quietly_after_done(
