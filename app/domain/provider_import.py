@@ -69,12 +69,20 @@ def _outcome(call: ToolCallMessage, content: str, is_error: bool | None) -> Tool
 
 
 class _Calls:
-    """The tool calls read so far, by id, so that a result finds its call."""
+    """The tool calls read so far, by id, so that a result finds its call; and the longest
+    text a message may have (``max_text``), checked where the text is read, so that a text too
+    long is named by its place in the request."""
 
-    def __init__(self, out: list[Message]) -> None:
+    def __init__(self, out: list[Message], max_text: int | None = None) -> None:
         self.out = out
         self.where: dict[str, int] = {}
         self.turn_open = False
+        self.max_text = max_text
+
+    def text(self, value: str, loc: Loc) -> str:
+        if self.max_text is not None and len(value) > self.max_text:
+            raise _fail(loc, f"{len(value)} characters of text; at most {self.max_text}")
+        return value
 
     def add(self, call: ToolCallMessage, loc: Loc) -> None:
         """Append a call; ``turn_open`` says it belongs to the reply of the call before it."""
@@ -106,23 +114,26 @@ class _Calls:
 # --- OpenAI chat completions -------------------------------------------------------------------
 
 
-def from_openai_format(messages: Any) -> list[Message]:
+def from_openai_format(messages: Any, max_text_chars: int | None = None) -> list[Message]:
     """Messages from a chat-completions ``messages`` array (``system``/``developer``, ``user``,
-    ``assistant`` with ``tool_calls``, ``tool``)."""
+    ``assistant`` with ``tool_calls``, ``tool``); a text longer than ``max_text_chars`` is a bad
+    item."""
     out: list[Message] = []
-    calls = _Calls(out)
+    calls = _Calls(out, max_text_chars)
     for i, item in enumerate(_items(messages, ("messages",))):
         loc: Loc = ("messages", i)
         role = item.get("role")
         calls.close_turn()
+        text_at = (*loc, "content")
         if role in ("system", "developer"):
-            out.append(AgentMessage(_openai_text(item, loc)))
+            out.append(AgentMessage(calls.text(_openai_text(item, loc), text_at)))
         elif role == "user":
-            out.append(TextMessage(_openai_text(item, loc), Role.USER))
+            out.append(TextMessage(calls.text(_openai_text(item, loc), text_at), Role.USER))
         elif role == "assistant" and item.get("tool_calls"):
             _openai_calls(item, loc, calls)
         elif role == "assistant":
-            out.append(TextMessage(_openai_text(item, loc), Role.ASSISTANT))
+            text = calls.text(_openai_text(item, loc), text_at)
+            out.append(TextMessage(text, Role.ASSISTANT))
         elif role == "tool":
             call_id = _field(item, "tool_call_id", loc, (str,))
             calls.answer(call_id, _openai_text(item, loc), None, (*loc, "tool_call_id"))
@@ -195,14 +206,17 @@ def _tool_call(
 # --- Anthropic messages ------------------------------------------------------------------------
 
 
-def from_anthropic_format(system: Any, messages: Any) -> list[Message]:
+def from_anthropic_format(
+    system: Any, messages: Any, max_text_chars: int | None = None
+) -> list[Message]:
     """Messages from a messages-API ``system`` (a string or text blocks) and ``messages``
-    (``text``, ``tool_use`` and ``tool_result`` blocks); the system prompt comes first."""
+    (``text``, ``tool_use`` and ``tool_result`` blocks); the system prompt comes first. A text
+    longer than ``max_text_chars`` is a bad item."""
     out: list[Message] = []
-    prompt = _anthropic_system(system)
+    calls = _Calls(out, max_text_chars)
+    prompt = calls.text(_anthropic_system(system), ("system",))
     if prompt.strip():
         out.append(AgentMessage(prompt))
-    calls = _Calls(out)
     for i, turn in enumerate(_items(messages, ("messages",))):
         loc: Loc = ("messages", i)
         role = turn.get("role")
@@ -210,7 +224,7 @@ def from_anthropic_format(system: Any, messages: Any) -> list[Message]:
             raise _fail((*loc, "role"), f"must be 'user' or 'assistant', not {role!r}")
         content = turn.get("content")
         if isinstance(content, str):
-            out.append(TextMessage(content, Role(role)))
+            out.append(TextMessage(calls.text(content, (*loc, "content")), Role(role)))
             continue
         blocks = _items(content, (*loc, "content"))
         calls.close_turn()
@@ -232,7 +246,8 @@ def _user_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Calls) -
     for j, block in enumerate(blocks):
         kind = block.get("type")
         if kind == "text":
-            calls.out.append(TextMessage(_field(block, "text", (*loc, j), (str,)), Role.USER))
+            text = calls.text(_field(block, "text", (*loc, j), (str,)), (*loc, j, "text"))
+            calls.out.append(TextMessage(text, Role.USER))
         elif kind == "tool_result":
             call_id = _field(block, "tool_use_id", (*loc, j), (str,))
             content = _result_text(block.get("content"), (*loc, j, "content"))
@@ -264,7 +279,7 @@ def _assistant_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Cal
         if kind == "text":
             if text is not None:
                 calls.out.append(TextMessage(text, Role.ASSISTANT))
-            text = _field(block, "text", (*loc, j), (str,))
+            text = calls.text(_field(block, "text", (*loc, j), (str,)), (*loc, j, "text"))
         elif kind == "tool_use":
             here = (*loc, j)
             arguments = block.get("input", {})

@@ -16,7 +16,6 @@ from app.domain import (
     MessageList,
     ProviderFormatError,
     RepairedMessage,
-    TextMessage,
     context_within,
     from_anthropic_format,
     from_openai_format,
@@ -105,11 +104,14 @@ class HistoryService:
         metadata: Mapping[str, Any],
     ) -> ConversationView:
         """A new conversation from a provider's own request shape."""
+        longest = self.services.settings.max_text_chars
         try:
             if format == "openai":
-                messages = from_openai_format(document.get("messages"))
+                messages = from_openai_format(document.get("messages"), longest)
             else:
-                messages = from_anthropic_format(document.get("system"), document.get("messages"))
+                messages = from_anthropic_format(
+                    document.get("system"), document.get("messages"), longest
+                )
         except ProviderFormatError as exc:
             raise InvalidInput(("body", *exc.loc), str(exc)) from exc
         self._check_size(messages)
@@ -123,13 +125,6 @@ class HistoryService:
         limit = self.services.settings.max_import_messages
         if len(messages) > limit:
             raise InvalidInput(("body", "messages"), f"at most {limit} messages can be imported")
-        longest = self.services.settings.max_text_chars
-        for i, message in enumerate(messages):
-            if isinstance(message, TextMessage | AgentMessage) and len(message.text) > longest:
-                raise InvalidInput(
-                    ("body", "messages"),
-                    f"message {i} has {len(message.text)} characters of text; at most {longest}",
-                )
 
     async def context(self, conversation_id: str, max_tokens: int | None) -> RepairedContext:
         """The window a run would send within the budget, repaired as the run repairs it."""

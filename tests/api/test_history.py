@@ -10,6 +10,7 @@ import pytest
 from app.domain import AgentMessage, MessageList, Role, TextMessage, ToolCallMessage
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
+from tests.api.conftest import app_client
 
 PROBLEM = "application/problem+json"
 
@@ -170,6 +171,60 @@ async def test_import_ignores_other_request_keys(client: httpx.AsyncClient) -> N
     assert await stored(client, response.json()["id"]) == [
         {"type": "AgentMessage", "text": "Be brief.", "role": "system"}
     ]
+
+
+async def test_import_names_a_text_too_long_by_its_place_in_the_request(
+    database_url: str,
+) -> None:
+    """It was named by the index of the message it would have become (the system prompt and
+    calls shift it), with `loc` ["body", "messages"] only: "message 1" for `messages[0]`."""
+    settings = Settings(database_url=database_url, sse_ping_seconds=0, max_text_chars=10)
+    long = "x" * 11
+    call = {"id": "c", "function": {"name": "f", "arguments": "{}"}}
+    cases: list[tuple[str, dict[str, Any], list[Any]]] = [
+        (
+            "anthropic",
+            {"system": "s", "messages": [{"role": "user", "content": long}]},
+            ["body", "messages", 0, "content"],
+        ),
+        (
+            "anthropic",
+            {
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": [{"type": "text", "text": "a"}, long_text()]},
+                ]
+            },
+            ["body", "messages", 1, "content", 1, "text"],
+        ),
+        ("anthropic", {"system": [long_text(), long_text()], "messages": []}, ["body", "system"]),
+        (
+            "openai",
+            {
+                "messages": [
+                    {"role": "assistant", "content": None, "tool_calls": [call]},
+                    {"role": "tool", "tool_call_id": "c", "content": "1"},
+                    {"role": "user", "content": long},
+                ]
+            },
+            ["body", "messages", 2, "content"],
+        ),
+        (
+            "openai",
+            {"messages": [{"role": "system", "content": long}]},
+            ["body", "messages", 0, "content"],
+        ),
+    ]
+    async with app_client(settings) as client:
+        for fmt, body, loc in cases:
+            response = await client.post(f"/conversations/import?format={fmt}", json=body)
+            assert_problem(response, 422, loc)
+            assert "characters of text; at most 10" in response.json()["detail"]
+        assert (await client.get("/conversations")).json()["items"] == []  # nothing stored
+
+
+def long_text() -> dict[str, str]:
+    return {"type": "text", "text": "y" * 11}
 
 
 async def test_import_names_a_bad_item_by_index_and_field(client: httpx.AsyncClient) -> None:
