@@ -53,7 +53,8 @@ DESCRIPTIONS = {
     "(default 32 MiB) for `POST /conversations` and `POST /conversations/import`, which load "
     "a whole conversation; `PARLEY_MAX_BODY_BYTES` (default 1 MiB) for every other route.",
     415: "The body is sent in a `Content-Encoding` (gzip, br…): send it as is "
-    "(`unsupported_content_encoding`).",
+    "(`unsupported_content_encoding`); or it is not sent as `Content-Type: application/json` "
+    "(`unsupported_media_type`).",
     422: "The request is invalid: each bad field is located in `errors` (`loc`, `msg`, `type`).",
     503: "The server is shutting down or not ready; retry after `Retry-After` seconds.",
 }

@@ -133,7 +133,11 @@ class PayloadTooLarge(ApiProblem):
 
 
 class UnsupportedMediaType(ApiProblem):
-    status, slug, title = 415, ErrorCode.UNSUPPORTED_CONTENT_ENCODING, "Unsupported media type"
+    status, slug, title = 415, ErrorCode.UNSUPPORTED_MEDIA_TYPE, "Unsupported media type"
+
+
+class UnsupportedContentEncoding(UnsupportedMediaType):
+    slug = ErrorCode.UNSUPPORTED_CONTENT_ENCODING
 
 
 class Unprocessable(ApiProblem):

@@ -7,7 +7,9 @@ PostgreSQL refuses NUL and non-finite numbers in JSON while SQLite stores them (
 ``null``). Every JSON body is checked here, before any route, so every write route — and
 every route merged later — refuses them alike: 422 problem+json naming the field.
 A body that is not JSON at all is left to the framework (400 ``malformed_json``). A body in a
-``Content-Encoding`` (gzip, br…) is refused with 415: Parley reads bodies as they are sent.
+``Content-Encoding`` (gzip, br…) is refused with 415, and so is one sent without a JSON
+``Content-Type`` (``curl -d`` sends ``application/x-www-form-urlencoded``): every body Parley
+takes is JSON, and the framework would not read it (a 422 saying the body is no object).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from app.api.problems import (
     PayloadTooLarge,
     Unprocessable,
+    UnsupportedContentEncoding,
     UnsupportedMediaType,
     problem_response,
 )
@@ -30,11 +33,16 @@ from app.domain.unicode import unstorable_text
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-def _is_json(scope: Scope) -> bool:
-    """FastAPI reads a body as JSON when it has no content type or a JSON one."""
-    content_type = dict(scope["headers"]).get(b"content-type", b"").decode("latin-1").lower()
-    media = content_type.partition(";")[0].strip()
-    return not media or media == "application/json" or media.endswith("+json")
+def _media_type(scope: Scope) -> str:
+    raw: bytes = dict(scope["headers"]).get(b"content-type", b"")
+    return raw.decode("latin-1").lower().partition(";")[0].strip()
+
+
+def _is_json(media: str) -> bool:
+    """FastAPI reads a body as JSON only with a JSON content type (``strict_content_type``)."""
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
 
 
 def _content_encoding(scope: Scope) -> str:
@@ -89,14 +97,11 @@ class StrictJsonBodies:
             return
         encoding = _content_encoding(scope)
         if encoding:
-            unsupported = UnsupportedMediaType(
+            unsupported = UnsupportedContentEncoding(
                 f"request bodies are read as sent: Content-Encoding {encoding!r} is not supported",
                 headers={"Accept-Encoding": "identity"},
             )
             await problem_response(unsupported)(scope, receive, send)
-            return
-        if not _is_json(scope):
-            await self.app(scope, receive, send)
             return
         try:
             body = await _read(receive)
@@ -104,6 +109,14 @@ class StrictJsonBodies:
             if exc.status_code != 413:
                 raise
             await problem_response(PayloadTooLarge(str(exc.detail)))(scope, receive, send)
+            return
+        media = _media_type(scope)
+        if body and not _is_json(media):
+            sent = f"Content-Type {media!r}" if media else "no Content-Type"
+            unreadable = UnsupportedMediaType(
+                f"the body is JSON: send it with 'Content-Type: application/json' (got {sent})"
+            )
+            await problem_response(unreadable)(scope, receive, send)
             return
         errors = _check(body)
         if errors:

@@ -88,6 +88,7 @@ class ErrorCode(StrEnum):
     VERSION_MISMATCH = "version_mismatch"
     PAYLOAD_TOO_LARGE = "payload_too_large"
     UNSUPPORTED_CONTENT_ENCODING = "unsupported_content_encoding"
+    UNSUPPORTED_MEDIA_TYPE = "unsupported_media_type"
     VALIDATION_ERROR = "validation_error"
     INVALID_CONVERSATION = "invalid_conversation"
     STORED_DATA_ERROR = "stored_data_error"

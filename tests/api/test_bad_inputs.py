@@ -221,6 +221,40 @@ async def test_a_body_in_a_content_encoding_is_a_415(client: httpx.AsyncClient) 
     assert (await client.get(f"/conversations/{cid}")).json()["version"] == 1
 
 
+@pytest.mark.parametrize(
+    "content_type", [None, "application/x-www-form-urlencoded", "text/plain", "application/xml"]
+)
+async def test_a_body_not_sent_as_json_is_a_415_that_says_how(
+    client: httpx.AsyncClient, content_type: str | None
+) -> None:
+    """``curl -d`` sends a form's content type; the framework would not read such a body and
+    answered 422 "Input should be a valid dictionary". Nothing is stored."""
+    cid = await _conversation(client)
+    body = b'{"messages": [{"role": "user", "text": "hi"}]}'
+    headers = {"content-type": content_type} if content_type else {}
+    for path in (f"/conversations/{cid}/deltas", f"/conversations/{cid}/stream", "/conversations"):
+        response = await client.post(path, content=body, headers=headers)
+        problem = _problem(response, 415)
+        assert problem["code"] == "unsupported_media_type"
+        assert "Content-Type: application/json" in str(problem["detail"])
+    assert (await client.get(f"/conversations/{cid}")).json()["version"] == 1
+    assert len((await client.get("/conversations")).json()["items"]) == 1
+
+
+async def test_a_json_body_of_a_json_suffix_type_is_read_and_no_body_needs_no_type(
+    client: httpx.AsyncClient,
+) -> None:
+    cid = await _conversation(client)
+    body = b'{"messages": [{"role": "user", "text": "hi"}]}'
+    headers = {"content-type": "application/vnd.parley+json; charset=utf-8"}
+    response = await client.post(f"/conversations/{cid}/deltas", content=body, headers=headers)
+    assert response.status_code == 200, response.text
+    # an empty body with a form's type (``curl -X POST -d ''``) is no body: the route answers
+    no_body = {"content-type": "application/x-www-form-urlencoded"}
+    response = await client.post(f"/conversations/{cid}/cancel", content=b"", headers=no_body)
+    assert _problem(response, 409)["code"] == "no_active_run"
+
+
 async def test_a_non_ascii_bearer_token_is_a_401_or_its_own_space(settings: Settings) -> None:
     token = "Bearer t\xe9\xff".encode("latin-1")
     async with app_client(settings) as client:
