@@ -56,7 +56,8 @@ DESCRIPTIONS = {
     "(`unsupported_content_encoding`); or it is not sent as `Content-Type: application/json` "
     "(`unsupported_media_type`).",
     422: "The request is invalid: each bad field is located in `errors` (`loc`, `msg`, `type`).",
-    503: "The server is shutting down or not ready; retry after `Retry-After` seconds.",
+    503: "The server is shutting down or not ready, or its database does not answer "
+    "(`database_unavailable`); retry after `Retry-After` seconds.",
 }
 
 
@@ -105,7 +106,7 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
     if headers & _BAD_HEADERS or "cursor" in queries:
         statuses.add(400)
     if operation.get("security"):
-        statuses.add(401)
+        statuses |= {401, 503}  # every /conversations route: the key, and the database
     if has_path:
         statuses.add(404)
         if method != "get" or path.endswith("/stream"):

@@ -24,6 +24,7 @@ A problem's ``instance`` is the request's id (the ``X-Request-ID`` response head
 from __future__ import annotations
 
 import json
+import logging
 import re
 from typing import Any
 
@@ -50,6 +51,7 @@ from app.runs.errors import (
 from app.runs.events import ErrorCode
 from app.storage import (
     ConversationNotFound,
+    DatabaseUnavailable,
     DuplicateToolCall,
     InvalidCursor,
     LeaseHeld,
@@ -63,6 +65,8 @@ from app.storage import (
 )
 
 PROBLEM_JSON = "application/problem+json"
+
+log = logging.getLogger(__name__)
 
 
 class ApiProblem(Exception):
@@ -244,6 +248,10 @@ def problem_for(exc: Exception) -> ApiProblem:
             return Gone(str(exc), run_id=exc.run_id)
         case ShuttingDown():
             return Unavailable(str(exc), headers={"Retry-After": str(exc.retry_after)})
+        case DatabaseUnavailable():
+            return Unavailable(
+                str(exc), slug=ErrorCode.DATABASE_UNAVAILABLE, headers={"Retry-After": "2"}
+            )
         case IdempotencyKeyReused():
             errors = [
                 {"loc": ["header", "Idempotency-Key"], "msg": str(exc), "type": "value_error"}
@@ -309,8 +317,14 @@ def install_problem_handlers(app: FastAPI) -> None:
             headers["Allow"] = ", ".join(allowed_methods(request.app.openapi(), request.url.path))
         return problem_response(_http_problem(exc), headers)
 
-    async def on_known(_: Request, exc: Exception) -> JSONResponse:
-        return problem_response(problem_for(exc))
+    async def on_known(request: Request, exc: Exception) -> JSONResponse:
+        problem = problem_for(exc)
+        if problem.status >= 500:  # the server's trouble, not the caller's: the operator's to see
+            cause = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
+            log.warning(
+                "%s on %s %s: %s%s", problem.slug, request.method, request.url.path, exc, cause
+            )
+        return problem_response(problem)
 
     app.add_exception_handler(ApiProblem, on_problem)
     for known in (StorageError, RunsError, ConversationError):

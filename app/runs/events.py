@@ -62,6 +62,7 @@ class ErrorCode(StrEnum):
     LEASE_LOST = "lease_lost"
     SHUTTING_DOWN = "shutting_down"
     NOT_READY = "not_ready"
+    DATABASE_UNAVAILABLE = "database_unavailable"
     PROCESS_LOST = "process_lost"
     INTERNAL = "internal"
     # requests (problem+json)

@@ -28,6 +28,7 @@ from app.storage import (
     ConversationNotFound,
     ConversationRecord,
     ConversationRepository,
+    DatabaseUnavailable,
     EventRow,
     LeaseLost,
     RunAppend,
@@ -169,8 +170,11 @@ class EventWriter:
                 if now >= next_prune:
                     next_prune = now + settings.prune_interval_seconds
                     await self._prune()
-            except Exception:  # the writer must outlive a database hiccup
-                log.exception("event writer: a periodic task failed")
+            except Exception as exc:  # the writer must outlive a database hiccup
+                if isinstance(exc, DatabaseUnavailable):  # said once a cycle, no traceback
+                    log.warning("event writer: %s (%s)", exc, exc.__cause__)
+                else:
+                    log.exception("event writer: a periodic task failed")
 
     async def _sleep_until(self, deadline: float) -> None:
         timeout = max(0.0, deadline - asyncio.get_running_loop().time())

@@ -6,6 +6,7 @@ Imports SQLAlchemy, app.domain and app.settings; never app.api, app.runs or app.
 from app.storage.database import Database
 from app.storage.errors import (
     ConversationNotFound,
+    DatabaseUnavailable,
     DuplicateToolCall,
     InvalidCursor,
     LeaseHeld,
@@ -28,6 +29,7 @@ __all__ = [
     "ConversationRecord",
     "ConversationRepository",
     "Database",
+    "DatabaseUnavailable",
     "DuplicateToolCall",
     "EventRow",
     "InvalidCursor",

@@ -11,6 +11,7 @@ concurrent writers wait their turn.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -19,12 +20,13 @@ from typing import Any
 
 from sqlalchemy import event
 from sqlalchemy.engine import URL, Connection, make_url
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from app.observability import metrics
 from app.settings import Settings
 from app.storage import sqlite_inline
+from app.storage.errors import DatabaseUnavailable, is_transient
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 IDLE_PING_SECONDS = 10.0
@@ -86,12 +88,23 @@ class Database:
         writers. Do not write in one: a read transaction cannot always become a write one.
         """
         engine = self._read_engine if readonly else self.engine
-        if readonly or self._write_lock is None:
-            async with engine.connect() as session:  # closing it rolls back what is uncommitted
+        lock = None if readonly else self._write_lock
+        async with lock or contextlib.nullcontext():
+            session = engine.connect()
+            try:
+                await session.start()
+            except Exception as exc:  # no connection: refused, timed out, no such file…
+                if is_transient(exc):
+                    raise DatabaseUnavailable() from exc
+                raise
+            try:
                 yield session
-            return
-        async with self._write_lock, engine.connect() as session:
-            yield session
+            except DBAPIError as exc:
+                if exc.connection_invalidated:  # the connection was lost mid-transaction
+                    raise DatabaseUnavailable() from exc
+                raise
+            finally:
+                await asyncio.shield(session.close())  # rolls back what is uncommitted
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:

@@ -8,6 +8,7 @@ StorageError                      code (ErrorCode)         suggested HTTP status
  ├── InvalidCursor                invalid_cursor          400  a list cursor we did not issue
  ├── StoredDataError              stored_data_error       500  a stored message no longer reads
  ├── VersionConflict              version_mismatch        412  stale expected_version
+ ├── DatabaseUnavailable          database_unavailable    503  no connection to the database
  └── StorageConflict              conflict                409
       ├── LeaseHeld               conversation_running    another run holds the lease
       ├── LeaseLost               lease_lost              this run no longer holds the lease
@@ -76,6 +77,14 @@ class VersionConflict(StorageError):
         self.expected_version = expected_version
 
 
+class DatabaseUnavailable(StorageError):
+    """The database could not be reached, or the connection was lost mid-transaction; nothing
+    of the transaction was committed. Worth retrying later."""
+
+    def __init__(self) -> None:
+        super().__init__("the database does not answer; retry later")
+
+
 class StorageConflict(StorageError):
     """The conversation's state does not allow the operation right now; nothing was changed."""
 
@@ -124,6 +133,6 @@ class DuplicateToolCall(StorageConflict):
 def is_transient(exc: BaseException) -> bool:
     """Whether ``exc`` says the database is unreachable or busy (worth retrying the same
     statements later), rather than refusing the data."""
-    if isinstance(exc, OperationalError | InterfaceError | OSError | TimeoutError):
+    if isinstance(exc, DatabaseUnavailable | OperationalError | InterfaceError | OSError):
         return True
     return isinstance(exc, DBAPIError) and bool(exc.connection_invalidated)

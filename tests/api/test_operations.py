@@ -9,6 +9,7 @@ import socket
 from collections.abc import Callable
 
 import httpx
+import pytest
 from alembic import command
 from alembic.config import Config
 
@@ -81,6 +82,31 @@ async def test_readyz_is_503_when_the_database_does_not_answer() -> None:
     assert response.status_code == 503
     assert response.json()["reason"] == "database"
     assert "does not answer" in response.json()["detail"]
+
+
+async def test_routes_answer_503_database_unavailable_when_the_database_does_not_answer(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A clear 503 the client may retry (not a 500 and a traceback a request), the cause in one
+    log line for the operator and not in the answer."""
+    url = f"postgresql+asyncpg://parley@127.0.0.1:{closed_port()}/parley"
+    body = {"messages": [{"role": "user", "text": "hi"}]}
+    async with app_client(Settings(database_url=url)) as client:
+        responses = [
+            await client.post("/conversations", json={}),
+            await client.get("/conversations"),
+            await client.get("/conversations/" + "a" * 32),
+            await client.post("/conversations/" + "a" * 32 + "/stream", json=body),
+        ]
+    for response in responses:
+        assert response.status_code == 503, response.text
+        assert response.headers["retry-after"] == "2"
+        problem = response.json()
+        assert problem["code"] == "database_unavailable"
+        assert "127.0.0.1" not in problem["detail"] and "Errno" not in problem["detail"]
+    lines = [r for r in caplog.records if r.name == "app.api.problems"]
+    assert len(lines) == 4 and all("ConnectionRefusedError" in r.getMessage() for r in lines)
+    assert not any(r.exc_info for r in caplog.records if r.name.startswith("app.api"))
 
 
 async def test_migrate_on_start_brings_a_blank_database_to_the_head(

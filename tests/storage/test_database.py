@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import socket
 import sqlite3
 from pathlib import Path
 
 import pytest
 from sqlalchemy import NullPool, text
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import OperationalError, ProgrammingError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.domain import MessageList
 from app.settings import Settings
-from app.storage import ConversationRepository, Database
+from app.storage import ConversationRepository, Database, DatabaseUnavailable, is_transient
 from app.storage import database as database_module
 
 
@@ -161,3 +162,42 @@ async def test_a_pooled_connection_that_died_while_idle_is_replaced(
     for _ in range(3):
         async with database.session() as session:
             assert (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one() != pid
+
+
+async def test_no_database_is_database_unavailable_not_a_driver_error() -> None:
+    """Nothing listens on the port: the session says so in the storage layer's terms (the API's
+    503 ``database_unavailable``), its cause kept for the log."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    database = Database(f"postgresql+asyncpg://parley@127.0.0.1:{port}/parley")
+    try:
+        for readonly in (False, True):
+            with pytest.raises(DatabaseUnavailable) as caught:
+                async with database.session(readonly=readonly):
+                    pass
+            assert isinstance(caught.value.__cause__, OSError)
+            assert is_transient(caught.value)
+    finally:
+        await database.dispose()
+
+
+async def test_a_connection_lost_mid_transaction_is_database_unavailable(
+    database: Database, backend: str
+) -> None:
+    if backend != "postgres":
+        pytest.skip("SQLite connections do not die with a server")
+    with pytest.raises(DatabaseUnavailable):
+        async with database.transaction() as session:
+            pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
+            killer = create_async_engine(database.url, poolclass=NullPool)
+            async with killer.connect() as other:
+                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            await killer.dispose()
+            await ConversationRepository(session, owner="alice").create(MessageList(), {}, {})
+    async with database.session() as session:  # the next session has a new connection
+        assert await ConversationRepository(session, owner="alice").list(10) == ([], None)
+    # an error that is the caller's (not the connection's) is left as it is
+    with pytest.raises(ProgrammingError):
+        async with database.session() as session:
+            await session.execute(text("SELECT * FROM no_such_table"))
