@@ -10,12 +10,30 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
-from sqlalchemy import text
+from sqlalchemy import NullPool, text
+from sqlalchemy.ext.asyncio import AsyncConnection, create_async_engine
 
 from app.domain import MessageList
 from app.storage import ConversationRecord, ConversationRepository, Database
 
 T = TypeVar("T")
+
+
+async def backend_pid(session: AsyncConnection) -> int:
+    """The PostgreSQL server process behind ``session``."""
+    return int((await session.execute(text("SELECT pg_backend_pid()"))).scalar_one())
+
+
+async def terminate_backends(database: Database, *pids: int) -> None:
+    """End those PostgreSQL server processes from a connection of their own (as a server restart
+    or an administrator would): their connections are dead, their owners do not know yet."""
+    killer = create_async_engine(database.url, poolclass=NullPool)  # not from the pool
+    try:
+        async with killer.connect() as other:
+            for pid in pids:
+                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+    finally:
+        await killer.dispose()
 
 
 # JSON that PostgreSQL's jsonb would not give back as sent: floats it reads back as integers

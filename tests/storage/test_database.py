@@ -8,14 +8,14 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from sqlalchemy import NullPool, text
+from sqlalchemy import text
 from sqlalchemy.exc import OperationalError, ProgrammingError
-from sqlalchemy.ext.asyncio import create_async_engine
 
 from app.domain import MessageList
 from app.settings import Settings
 from app.storage import ConversationRepository, Database, DatabaseUnavailable, is_transient
 from app.storage import database as database_module
+from tests.storage.storage_support import backend_pid, terminate_backends
 
 
 async def test_sqlite_connections_use_wal_and_foreign_keys_and_wait_in_the_driver(
@@ -153,11 +153,8 @@ async def test_a_pooled_connection_that_died_while_idle_is_replaced(
         pytest.skip("SQLite connections do not die with a server")
     monkeypatch.setattr(database_module, "IDLE_PING_SECONDS", 0.0)
     async with database.session() as session:
-        pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-    killer = create_async_engine(database.url, poolclass=NullPool)  # not from the pool
-    async with killer.connect() as other:
-        await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-    await killer.dispose()
+        pid = await backend_pid(session)
+    await terminate_backends(database, pid)
     # The pooled connection is dead: the next sessions still work, on a new connection.
     for _ in range(3):
         async with database.session() as session:
@@ -189,11 +186,7 @@ async def test_a_connection_lost_mid_transaction_is_database_unavailable(
         pytest.skip("SQLite connections do not die with a server")
     with pytest.raises(DatabaseUnavailable):
         async with database.transaction() as session:
-            pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-            killer = create_async_engine(database.url, poolclass=NullPool)
-            async with killer.connect() as other:
-                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-            await killer.dispose()
+            await terminate_backends(database, await backend_pid(session))
             await ConversationRepository(session, owner="alice").create(MessageList(), {}, {})
     async with database.session() as session:  # the next session has a new connection
         assert await ConversationRepository(session, owner="alice").list(10) == ([], None)

@@ -14,6 +14,7 @@ from sqlalchemy.pool import NullPool
 from app.storage import Database, is_transient
 from app.storage.direct import Direct
 from app.storage.tables import CONVERSATIONS, MESSAGES, RUN_EVENTS
+from tests.storage.storage_support import backend_pid, terminate_backends
 
 _C, _M = CONVERSATIONS.c, MESSAGES.c
 _ROW = select(
@@ -162,11 +163,7 @@ async def test_a_lost_connection_is_invalidated_and_transient(
     if backend != "postgres":
         pytest.skip("SQLite connections do not die with a server")
     async with database.session() as session:
-        pid = (await session.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-        killer = create_async_engine(database.url, poolclass=NullPool)
-        async with killer.connect() as other:
-            await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        await killer.dispose()
+        await terminate_backends(database, await backend_pid(session))
         with pytest.raises(Exception) as raised:
             await Direct(_ROW).rows(session, {"key": "e" * 32})
         assert is_transient(raised.value)
@@ -184,15 +181,8 @@ async def test_a_lost_connection_invalidates_the_rest_of_the_pool(
     database = Database(database_url, engine_options={"pool_size": 2, "max_overflow": 0})
     try:
         async with database.session() as first, database.session() as second:
-            pids = [
-                (await s.execute(text("SELECT pg_backend_pid()"))).scalar_one()
-                for s in (first, second)
-            ]
-        killer = create_async_engine(database.url, poolclass=NullPool)
-        async with killer.connect() as other:
-            for pid in pids:
-                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-        await killer.dispose()
+            pids = [await backend_pid(s) for s in (first, second)]
+        await terminate_backends(database, *pids)
         outcomes = [await read_in_new_session(database) for _ in range(2)]
         assert outcomes == ["transient", "ok"]
     finally:
