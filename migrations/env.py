@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from alembic import context
 from alembic.autogenerate.api import AutogenContext
+from alembic.util import CommandError
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
@@ -78,10 +79,24 @@ def do_run_migrations(connection: Connection) -> None:
 async def run_async_migrations() -> None:
     database = Database(database_url())
     try:
-        async with database.engine.connect() as connection:
+        connection = database.engine.connect()
+        try:
+            await connection.start()
+        except Exception as exc:  # refused, no such database, bad credentials: one line
+            where = database.url.render_as_string(hide_password=True)
+            raise CommandError(f"cannot connect to the database {where}: {_reason(exc)}") from exc
+        try:
             await connection.run_sync(do_run_migrations)
+        finally:
+            await connection.close()
     finally:
         await database.dispose()
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own words, without SQLAlchemy's wrapping (its SQL, its background link)."""
+    cause = getattr(exc, "orig", None) or exc
+    return f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
 
 
 def run_migrations_online() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -129,3 +130,29 @@ def test_the_cli_migrates_the_default_database_on_a_fresh_checkout(tmp_path: Pat
         capture_output=True,
     )
     assert (tmp_path / "data" / "parley.db").is_file()
+
+
+def test_the_cli_says_in_one_line_that_it_cannot_reach_the_database(tmp_path: Path) -> None:
+    """``make run`` with a PARLEY_DATABASE_URL no server answers (or naming no database): the
+    operator reads what is wrong, the password hidden, not 150 lines of traceback."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens once the socket is closed
+    url = f"postgresql+asyncpg://parley:s3cret@127.0.0.1:{port}/parley"
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", "-c", str(REPO_ROOT / "alembic.ini"), "upgrade", "head"],
+        cwd=tmp_path,
+        env={**os.environ, "PARLEY_DATABASE_URL": url},
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode != 0
+    said = done.stdout + done.stderr
+    assert "Traceback" not in said
+    failed = [line for line in said.splitlines() if line.startswith("FAILED:")]
+    assert failed == [
+        f"FAILED: cannot connect to the database postgresql+asyncpg://parley:***@127.0.0.1:{port}"
+        "/parley: ConnectionRefusedError: [Errno 111] Connect call failed "
+        f"('127.0.0.1', {port})"
+    ]
+    assert "s3cret" not in said
