@@ -89,22 +89,20 @@ class Database:
         """
         engine = self._read_engine if readonly else self.engine
         lock = None if readonly else self._write_lock
-        async with lock or contextlib.nullcontext():
-            session = engine.connect()
-            try:
-                await session.start()
-            except Exception as exc:  # no connection: refused, timed out, no such file…
-                if is_transient(exc):
-                    raise DatabaseUnavailable() from exc
-                raise
-            try:
-                yield session
-            except DBAPIError as exc:
-                if exc.connection_invalidated:  # the connection was lost mid-transaction
-                    raise DatabaseUnavailable() from exc
-                raise
-            finally:
-                await asyncio.shield(session.close())  # rolls back what is uncommitted
+        connected = False
+        try:
+            async with lock or contextlib.nullcontext(), engine.connect() as session:
+                connected = True  # closing it rolls back what is uncommitted
+                try:
+                    yield session
+                except DBAPIError as exc:
+                    if exc.connection_invalidated:  # the connection was lost mid-transaction
+                        raise DatabaseUnavailable() from exc
+                    raise
+        except Exception as exc:
+            if not connected and is_transient(exc):  # no connection: refused, timed out…
+                raise DatabaseUnavailable() from exc
+            raise
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[AsyncConnection]:
