@@ -145,7 +145,7 @@ class EventWriter:
         next_renew = loop.time() + renew_every
         next_poll = loop.time()
         next_prune = loop.time()
-        next_sweep = loop.time() + settings.run_lease_seconds
+        next_sweep = loop.time() + renew_every
         while not self._closing:
             deadline = min(next_renew, next_poll, next_prune, next_sweep)
             if self._commits:
@@ -162,7 +162,7 @@ class EventWriter:
                     next_renew = now + renew_every
                     await self._renew_leases()
                 if now >= next_sweep:
-                    next_sweep = now + settings.run_lease_seconds
+                    next_sweep = now + renew_every
                     await self._end_abandoned_runs()
                 if now >= next_poll:
                     next_poll = now + settings.cancel_poll_seconds
@@ -291,9 +291,11 @@ class EventWriter:
     # --- between flushes ------------------------------------------------------------------------
 
     async def _end_abandoned_runs(self) -> None:
-        """End the runs of processes that died (their leases expired a lease term ago and more),
-        so their rows do not say ``running`` until someone touches the conversation."""
-        cutoff = datetime.now(UTC) - timedelta(seconds=self._settings.run_lease_seconds)
+        """End the runs of processes that died (their leases expired), so their rows do not say
+        ``running`` — nor their partial replies go missing from the history — while the
+        conversation already reads ``idle``. A run of this process that outlived its lease (a
+        stall) is renewed, not ended: the repository's handler knows this process's runs."""
+        cutoff = datetime.now(UTC)
         async with self._reader() as reader:
             abandoned = await RunRepository(reader.session).abandoned(cutoff)
         for conversation_id in abandoned:

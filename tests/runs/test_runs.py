@@ -591,6 +591,33 @@ async def test_the_writer_ends_runs_whose_process_died_on_its_own(
     assert record.status == "interrupted"
 
 
+async def test_a_dead_run_is_ended_soon_after_its_lease_expires(
+    make_services: MakeServices,
+) -> None:
+    """The conversation reads ``idle`` as soon as a dead process's lease expires; its run must
+    not go on saying ``running`` (its partial reply missing from the history) for long after.
+    The sweep waited for leases expired a whole term ago, every term: up to two terms more."""
+    services = await make_services(ScriptedAdapter([]), run_lease_seconds=0.9)
+    conv_id = await new_conversation(services, "hi")
+    run_id = "0" * 31 + "3"
+    async with services.repository(None) as repo:
+        await repo.acquire_lease(conv_id, run_id, 0.05)
+        runs = RunRepository(repo.session)
+        await runs.create(run_id, conv_id, OWNER, "cancel")
+        from app.runs.events import chunk_event, merged_rows
+
+        chunks = [ContentBlockStart(0), ContentBlockDelta("half")]
+        await runs.add_events(
+            merged_rows(run_id, [chunk_event(i + 1, c) for i, c in enumerate(chunks)])
+        )
+    await asyncio.sleep(0.7)  # the lease expired 0.65 s ago: within a third of a term, swept
+    assert (await conversations(services).get(conv_id)).status == "idle"
+    record = await RunReader(services, OWNER).get(conv_id, run_id)
+    assert record.status == "interrupted"
+    stored = await conversations(services).messages(conv_id)
+    assert stored[-1].text == "half" and stored[-1].incomplete
+
+
 async def test_a_stalled_process_keeps_its_own_runs(make_services: MakeServices) -> None:
     """The loop stopped for several lease terms (a long pause, a frozen container): its leases
     expired, but its runs are alive. Neither its own writer's sweep nor a write it serves meanwhile
