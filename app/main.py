@@ -133,6 +133,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         if settings.migrate_on_start:
             await migrate_to_head(settings.database_url)
         await services.start()
+        services.manager.exit_requested = _exiting  # a run asked for after SIGTERM: 503 at once
         await _warm_up(app)
         watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
         try:

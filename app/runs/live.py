@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -92,7 +92,19 @@ class RunManager:
     def __init__(self) -> None:
         self._runs: dict[str, LiveRun] = {}
         self._remote: dict[str, asyncio.Event] = {}
-        self.shutting_down = False
+        self._draining = False
+        self.exit_requested: Callable[[], bool] = lambda: False
+        """Whether the process has been told to stop (the app sets it: the signal's flags),
+        which holds from the signal on — before the drain, which notices it, has begun."""
+
+    @property
+    def shutting_down(self) -> bool:
+        """No new runs: the drain has begun, or the process was told to stop."""
+        return self._draining or self.exit_requested()
+
+    @shutting_down.setter
+    def shutting_down(self, value: bool) -> None:
+        self._draining = value
 
     def add(self, run: LiveRun) -> None:
         self._runs[run.run_id] = run

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import httpx
+from sse_starlette.sse import AppStatus
 
 from app.main import create_app
 from app.settings import Settings
@@ -83,6 +84,29 @@ async def test_a_shutting_down_server_refuses_new_runs_with_503(settings: Settin
             assert response.json()["code"] == "shutting_down"
             state = (await client.get(f"/conversations/{conv_id}")).json()
             assert state["message_count"] == 0  # nothing was applied
+
+
+async def test_a_run_asked_for_the_moment_the_server_is_told_to_stop_is_a_503(
+    settings: Settings,
+) -> None:
+    """Between SIGTERM and the drain noticing it (a tenth of a second) a new run was started,
+    only to be interrupted at once: it is refused like any run asked for after the drain."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+            conv_id = await create(client)
+            AppStatus.should_exit = True  # what uvicorn's SIGTERM handler sets, patched by sse
+            try:
+                response = await client.post(
+                    f"/conversations/{conv_id}/stream",
+                    json={"messages": [{"role": "user", "text": "hi"}]},
+                )
+            finally:
+                AppStatus.should_exit = False
+            assert response.status_code == 503, response.text
+            assert response.json()["code"] == "shutting_down"
+            assert (await client.get(f"/conversations/{conv_id}/runs")).json()["items"] == []
 
 
 async def test_head_on_the_stream_starts_no_run(client: httpx.AsyncClient) -> None:
