@@ -165,5 +165,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.include_router(operations.router)
     app.include_router(providers.router)
     install_browser_support(app, settings)
-    document_contract(app)  # last: it documents every route included above
+    # last: it documents every route included above
+    document_contract(
+        app,
+        max_text_chars=settings.max_text_chars,
+        max_bundle_messages=settings.max_bundle_messages,
+    )
     return app

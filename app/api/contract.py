@@ -34,7 +34,8 @@ BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed 
 _PROBLEM_REF = "#/components/schemas/Problem"
 _VALIDATION_REF = "#/components/schemas/ValidationProblem"
 _RESUME_HEADER = "last-event-id"
-_BAD_HEADERS = {"if-match", "last-event-id", "idempotency-key"}
+_IDEMPOTENCY_HEADER = "idempotency-key"
+_BAD_HEADERS = {"if-match", _RESUME_HEADER, _IDEMPOTENCY_HEADER}
 
 DESCRIPTIONS = {
     400: "Bad request: the body is not JSON (`malformed_json`), or a cursor, `If-Match`, "
@@ -111,11 +112,64 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
         statuses.add(404)
         if method != "get" or path.endswith("/stream"):
             statuses.add(409)
+    if _IDEMPOTENCY_HEADER in headers:
+        statuses.add(409)  # the key is in use by a request still being served
     if "if-match" in headers:
         statuses.add(412)
     if _RESUME_HEADER in headers:
         statuses.add(410)
     return statuses
+
+
+_CONVERSATION_REF = "#/components/schemas/ConversationOut"
+_ETAG = {
+    "description": 'The conversation\'s version as an ETag (`"5"`): send it back as `If-Match`.',
+    "required": True,
+    "schema": {"type": "string", "pattern": '^"[0-9]+"$'},
+}
+_LOCATION = {
+    "description": "The new conversation's URL path.",
+    "required": True,
+    "schema": {"type": "string"},
+}
+_RUN_ID = {
+    "description": "The id of the run this stream follows.",
+    "required": True,
+    "schema": {"type": "string", "pattern": "^[0-9a-f]{32}$"},
+}
+_RETRY_AFTER = {
+    "description": "Seconds to wait before retrying (`database_unavailable`, `shutting_down`, "
+    "`idempotency_key_in_use`).",
+    "required": False,
+    "schema": {"type": "string", "pattern": "^[0-9]+$"},
+}
+_REPLAYED = {
+    "description": "`true` when this is the stored result of an earlier request with the same "
+    "`Idempotency-Key`.",
+    "required": False,
+    "schema": {"type": "string", "enum": ["true"]},
+}
+
+
+def _response_headers(
+    status: str, entry: dict[str, Any], idempotent: bool
+) -> dict[str, dict[str, Any]]:
+    """The headers a response carries (app/api/convert.py's ETag, Location on a create, the
+    run id of a stream, Retry-After of a 409 or 503, Idempotent-Replayed of a retry)."""
+    content = entry.get("content", {})
+    schema = content.get("application/json", {}).get("schema", {})
+    headers: dict[str, dict[str, Any]] = {}
+    if schema.get("$ref") == _CONVERSATION_REF:
+        headers["ETag"] = _ETAG
+    if status == "201":
+        headers["Location"] = _LOCATION
+    if status == "200" and SSE in content:
+        headers["X-Run-Id"] = _RUN_ID
+    if status in ("409", "503"):
+        headers["Retry-After"] = _RETRY_AFTER
+    if idempotent and status.startswith("2"):
+        headers["Idempotent-Replayed"] = _REPLAYED
+    return headers
 
 
 def _problem_content(status: int) -> dict[str, Any]:
@@ -139,6 +193,13 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
             # reads the stream itself; schemathesis checks every event against it).
             entry["content"][SSE] = {"itemSchema": SSE_EVENT}
     params = operation.get("parameters", [])
+    idempotent = any(
+        p.get("in") == "header" and p["name"].lower() == _IDEMPOTENCY_HEADER for p in params
+    )
+    for code, entry in responses.items():
+        headers = _response_headers(code, entry, idempotent)
+        if headers:
+            entry["headers"] = {**headers, **entry.get("headers", {})}
     for param in params:
         if param.get("in") in ("header", "query"):
             _never_null(param["schema"])
@@ -183,8 +244,39 @@ def _add_components(document: dict[str, Any]) -> None:
     }
 
 
-def document_contract(app: FastAPI) -> None:
-    """Make ``app.openapi()`` document every operation's problems and the bearer scheme."""
+_TEXT_FIELDS = {  # schema -> property: a text the server refuses past `max_text_chars`
+    "SystemMessageIn": "text",
+    "UserMessageIn": "text",
+    "AssistantMessageIn": "text",
+    "ConversationCreate": "system_prompt",
+}
+
+
+def _document_limits(
+    document: dict[str, Any], max_text_chars: int | None, max_bundle_messages: int | None
+) -> None:
+    """The size limits the routes check against the settings (app/api/convert.py), as
+    ``maxLength`` and ``maxItems``, so that a schema-valid request is not refused for its size."""
+    schemas = document.get("components", {}).get("schemas", {})
+    if max_text_chars is not None:
+        for name, field in _TEXT_FIELDS.items():
+            prop = schemas.get(name, {}).get("properties", {}).get(field)
+            if prop is None:
+                continue
+            for branch in [prop, *prop.get("anyOf", [])]:
+                if branch.get("type") == "string":
+                    branch["maxLength"] = max_text_chars
+    if max_bundle_messages is not None:
+        messages = schemas.get("DeltaBundle", {}).get("properties", {}).get("messages")
+        if messages is not None:
+            messages["maxItems"] = max_bundle_messages
+
+
+def document_contract(
+    app: FastAPI, *, max_text_chars: int | None = None, max_bundle_messages: int | None = None
+) -> None:
+    """Make ``app.openapi()`` document every operation's problems and the bearer scheme, and
+    the size limits of the settings."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -198,6 +290,7 @@ def document_contract(app: FastAPI) -> None:
                 for method, operation in operations.items():
                     _document_operation(path, method, operation)
             _add_components(document)
+            _document_limits(document, max_text_chars, max_bundle_messages)
             app.openapi_schema = document
         return app.openapi_schema
 

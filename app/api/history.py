@@ -96,7 +96,9 @@ async def rewind_conversation(
 
 @router.get(
     "/{conversation_id}/messages",
-    response_model=MessageListDocument | MessagePage | OpenAIMessagesOut | AnthropicMessagesOut,
+    # Most specific first: a client generated from the document takes the first shape that
+    # parses (a page is also a MessageListDocument, an Anthropic body an OpenAIMessagesOut).
+    response_model=MessagePage | AnthropicMessagesOut | MessageListDocument | OpenAIMessagesOut,
     responses={
         200: {
             "description": "By `format`: the serialized MessageList (`MessageListDocument`), "

@@ -32,7 +32,8 @@ IdempotencyKeyHeader = Annotated[
         "ASCII characters, e.g. a UUID) within 24 h gets the first result — for a stream, "
         "the same run from its first event — never a second effect. The same key with "
         "another request is a 422; while the first is still served, a 409.",
-        examples=["5f0c2a64-4d4e-4b43-9a55-0f3b7c1e2d9a"],
+        # No example: a tool that sends the documented example (Swagger's "Try it out",
+        # schemathesis, a generated client's tests) would reuse one key for every request.
     ),
 ]
 

@@ -27,7 +27,6 @@ _PROBLEM: dict[int | str, dict[str, Any]] = {
     503: {
         "description": "Not ready: the database does not answer, or its schema is not at the "
         "revision this version needs (`/problems/not_ready`).",
-        "content": {"application/problem+json": {"schema": {"type": "object"}}},
     }
 }
 

@@ -46,6 +46,9 @@ STATE_REFUSALS = {
     (422, "idempotency_key_reused"),
 }
 STATE_LOCS = [["body", "keep"]]
+# What depends on the server's configuration: the providers it has keys for (`GET /providers`
+# lists them) — no static document can name them.
+CONFIGURATION_LOCS = [["body", "config", "provider"]]
 # Pages come in the parley format only: a combination of parameters OpenAPI cannot express.
 UNDOCUMENTABLE_LOCS = [["query", "format"]]
 # The messages a whole conversation is loaded from are free-form JSON in the document (the
@@ -61,11 +64,17 @@ FREE_FORM = {
 STRICT_INTEGER = "int_type"
 
 
+# Rules across the items of a list, which JSON Schema cannot state: one result per tool call
+# in a bundle, and tool names (server and client tools together) that do not repeat.
+ACROSS_ITEMS = ("has two results in this bundle", "tool names repeat")
+
+
 def _refused_by_design(case: Any, error: dict[str, Any]) -> bool:
     loc = error.get("loc", [])
     free = FREE_FORM.get((case.operation.method.upper(), case.operation.path), [])
     return (
-        loc in STATE_LOCS + UNDOCUMENTABLE_LOCS
+        loc in STATE_LOCS + CONFIGURATION_LOCS + UNDOCUMENTABLE_LOCS
+        or any(rule in error.get("msg", "") for rule in ACROSS_ITEMS)
         or error.get("type") == STRICT_INTEGER
         or loc[:2] in free
     )
