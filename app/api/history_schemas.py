@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from app.api.schemas import MAX_INDEX, ConfigPatch
+from app.api.schemas import MAX_INDEX, SERVED, ConfigPatch
 
 
 class ForkIn(BaseModel):
@@ -77,6 +77,8 @@ class ImportIn(BaseModel):
 
 class MessagePage(BaseModel):
     """A page of the serialized MessageList: the messages from index `start` on."""
+
+    model_config = SERVED
 
     messages: list[JsonValue]
     version: str

@@ -209,9 +209,15 @@ class ConversationCreate(BaseModel):
 
 Status = Literal["idle", "running", "requires_action"]
 
+# A response model: every field is always served (a default too), so the document marks
+# every field required, and a generated client reads it without an "unset" case.
+SERVED = ConfigDict(json_schema_serialization_defaults_required=True)
+
 
 class ConversationOut(BaseModel):
     """A conversation's state (its messages are at ``…/messages``)."""
+
+    model_config = SERVED
 
     id: str
     created_at: datetime
@@ -227,6 +233,8 @@ class ConversationOut(BaseModel):
 
 class ConversationPage(BaseModel):
     """One page of conversations, newest first."""
+
+    model_config = SERVED
 
     items: list[ConversationOut]
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page.")
@@ -259,6 +267,8 @@ class ContextOut(BaseModel):
 class CancelOut(BaseModel):
     """The run that was asked to stop."""
 
+    model_config = SERVED
+
     run_id: str
     status: Literal["cancelling"] = "cancelling"
 
@@ -271,12 +281,16 @@ RunStatusOut = Literal[
 class UsageOut(BaseModel):
     """Tokens the provider counted for the run (all its model replies)."""
 
+    model_config = SERVED
+
     input_tokens: int = 0
     output_tokens: int = 0
 
 
 class RunOut(BaseModel):
     """One run of the model on a conversation."""
+
+    model_config = SERVED
 
     id: str
     conversation_id: str
@@ -294,6 +308,8 @@ class RunOut(BaseModel):
 
 class RunPage(BaseModel):
     """One page of a conversation's runs, newest first."""
+
+    model_config = SERVED
 
     items: list[RunOut]
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page.")

@@ -160,3 +160,40 @@ def test_the_idempotency_key_has_no_example_every_tool_would_reuse() -> None:
                 assert "example" not in param and "examples" not in param, (path, method)
                 schema = param["schema"]
                 assert "example" not in schema and "examples" not in schema, (path, method)
+
+
+SERVED_MODELS = [
+    "ConversationOut",
+    "ConversationPage",
+    "CancelOut",
+    "UsageOut",
+    "RunOut",
+    "RunPage",
+    "MessagePage",
+]
+
+
+@pytest.mark.parametrize("name", SERVED_MODELS)
+def test_every_field_a_response_always_carries_is_required(name: str) -> None:
+    """`run_id`, `next_cursor`, `usage`… are always in the body (null when empty): a generated
+    client types them as `str | None`, not `str | None | Unset`."""
+    schema = SCHEMAS[name]
+    assert sorted(schema["required"]) == sorted(schema["properties"]), name
+
+
+@pytest.mark.postgres
+async def test_served_bodies_carry_every_required_field(client: httpx.AsyncClient) -> None:
+    made = (await client.post("/conversations", json={"system_prompt": "s"})).json()
+    cid = made["id"]
+    user = {"role": "user", "text": "hello there"}
+    assert (await client.post(f"/conversations/{cid}/stream", json={"messages": [user]})).is_success
+    served = {
+        "ConversationOut": made,
+        "ConversationPage": (await client.get("/conversations?limit=1")).json(),
+        "RunPage": (await client.get(f"/conversations/{cid}/runs")).json(),
+        "MessagePage": (await client.get(f"/conversations/{cid}/messages?limit=1")).json(),
+    }
+    run_id = served["RunPage"]["items"][0]["id"]
+    served["RunOut"] = (await client.get(f"/conversations/{cid}/runs/{run_id}")).json()
+    for name, body in served.items():
+        assert _validator(f"#/components/schemas/{name}").is_valid(body), (name, body)
