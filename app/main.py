@@ -170,5 +170,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app,
         max_text_chars=settings.max_text_chars,
         max_bundle_messages=settings.max_bundle_messages,
+        server_tools=sorted(services.configs.server_tools),
     )
     return app

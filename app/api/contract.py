@@ -253,11 +253,21 @@ _TEXT_FIELDS = {  # schema -> property: a text the server refuses past `max_text
 
 
 def _document_limits(
-    document: dict[str, Any], max_text_chars: int | None, max_bundle_messages: int | None
+    document: dict[str, Any],
+    max_text_chars: int | None,
+    max_bundle_messages: int | None,
+    server_tools: list[str] | None,
 ) -> None:
     """The size limits the routes check against the settings (app/api/convert.py), as
-    ``maxLength`` and ``maxItems``, so that a schema-valid request is not refused for its size."""
+    ``maxLength`` and ``maxItems``, so that a schema-valid request is not refused for its size;
+    and the names of the server's tools, the only ones ``config.tools`` may name, once each."""
     schemas = document.get("components", {}).get("schemas", {})
+    tools = schemas.get("ConfigPatch", {}).get("properties", {}).get("tools", {})
+    if server_tools is not None:
+        for branch in tools.get("anyOf", []):
+            if branch.get("type") == "array":
+                branch["items"] = {"type": "string", "enum": server_tools}
+                branch["uniqueItems"] = True
     if max_text_chars is not None:
         for name, field in _TEXT_FIELDS.items():
             prop = schemas.get(name, {}).get("properties", {}).get(field)
@@ -273,7 +283,11 @@ def _document_limits(
 
 
 def document_contract(
-    app: FastAPI, *, max_text_chars: int | None = None, max_bundle_messages: int | None = None
+    app: FastAPI,
+    *,
+    max_text_chars: int | None = None,
+    max_bundle_messages: int | None = None,
+    server_tools: list[str] | None = None,
 ) -> None:
     """Make ``app.openapi()`` document every operation's problems and the bearer scheme, and
     the size limits of the settings."""
@@ -290,7 +304,7 @@ def document_contract(
                 for method, operation in operations.items():
                     _document_operation(path, method, operation)
             _add_components(document)
-            _document_limits(document, max_text_chars, max_bundle_messages)
+            _document_limits(document, max_text_chars, max_bundle_messages, server_tools)
             app.openapi_schema = document
         return app.openapi_schema
 

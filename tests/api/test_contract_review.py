@@ -197,3 +197,20 @@ async def test_served_bodies_carry_every_required_field(client: httpx.AsyncClien
     served["RunOut"] = (await client.get(f"/conversations/{cid}/runs/{run_id}")).json()
     for name, body in served.items():
         assert _validator(f"#/components/schemas/{name}").is_valid(body), (name, body)
+
+
+@pytest.mark.postgres
+async def test_config_tools_are_documented_as_the_server_tools_once_each(
+    client: httpx.AsyncClient,
+) -> None:
+    """`config.tools` names server tools: any other name, or one named twice, is a 422."""
+    document = (await client.get("/openapi.json")).json()
+    tools = document["components"]["schemas"]["ConfigPatch"]["properties"]["tools"]["anyOf"][0]
+    names = tools["items"]["enum"]
+    assert names == ["add_numbers", "current_time"] and tools["uniqueItems"] is True
+    for name in names:
+        made = await client.post("/conversations", json={"config": {"tools": [name]}})
+        assert made.status_code == 201, made.text
+    for refused in (["no_such_tool"], [names[0], names[0]]):
+        made = await client.post("/conversations", json={"config": {"tools": refused}})
+        assert made.status_code == 422, refused
