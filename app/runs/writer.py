@@ -40,6 +40,13 @@ from app.storage import (
 
 log = logging.getLogger(__name__)
 
+
+def _said(exc: BaseException) -> str:
+    """A database error for the log: a DatabaseUnavailable with the driver's reason."""
+    cause = exc.__cause__ if isinstance(exc, DatabaseUnavailable) else None
+    return f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
+
+
 EventSpec = tuple[str, Any]
 """An event's name and JSON payload, numbered when it is stored."""
 
@@ -172,7 +179,7 @@ class EventWriter:
                     await self._prune()
             except Exception as exc:  # the writer must outlive a database hiccup
                 if isinstance(exc, DatabaseUnavailable):  # said once a cycle, no traceback
-                    log.warning("event writer: %s (%s)", exc, exc.__cause__)
+                    log.warning("event writer: %s", _said(exc))
                 else:
                     log.exception("event writer: a periodic task failed")
 
@@ -209,7 +216,9 @@ class EventWriter:
             if not is_transient(exc):
                 await self._store_each_alone(list(groups.values()))
             elif not self._closing:  # unreachable or busy: keep everything, in order, retry
-                log.warning("event writer: the database did not take a flush (%s); retrying", exc)
+                log.warning(
+                    "event writer: the database did not take a flush (%s); retrying", _said(exc)
+                )
                 self._events = events + self._events
                 self._commits = commits + self._commits
                 self._first_event_at = first_event_at or self._now()
