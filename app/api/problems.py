@@ -14,9 +14,10 @@ for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP ``stat
      ├── Gone (410)                  a finished run's events were pruned
      ├── PreconditionFailed (412)    stale If-Match
      ├── PayloadTooLarge (413)       body over the size limit
-     ├── UnsupportedMediaType (415)  a body in a Content-Encoding (gzip…) not read here
+     ├── UnsupportedMediaType (415)  a body not sent as JSON, or in a Content-Encoding (gzip…)
      ├── Unprocessable (422)         validation: each bad field located in ``errors``
- └── Unavailable (503)           shutting down (``Retry-After``); not ready (database, schema)
+     └── Unavailable (503)           shutting down, the database not answering (``Retry-After``);
+                                     not ready (database, schema)
 
 A problem's ``instance`` is the request's id (the ``X-Request-ID`` response header).
 """

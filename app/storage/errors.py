@@ -78,8 +78,9 @@ class VersionConflict(StorageError):
 
 
 class DatabaseUnavailable(StorageError):
-    """The database could not be reached, or the connection was lost mid-transaction; nothing
-    of the transaction was committed. Worth retrying later."""
+    """The database could not be reached, or the connection was lost mid-transaction: the
+    transaction was not committed (or, lost at its commit, may have been). Worth retrying
+    later."""
 
     def __init__(self) -> None:
         super().__init__("the database does not answer; retry later")
