@@ -33,8 +33,8 @@ from app.domain.unicode import unstorable_text
 _BODY_METHODS = {"POST", "PUT", "PATCH", "DELETE"}
 
 
-def _media_type(scope: Scope) -> str:
-    raw: bytes = dict(scope["headers"]).get(b"content-type", b"")
+def _media_type(headers: dict[bytes, bytes]) -> str:
+    raw = headers.get(b"content-type", b"")
     return raw.decode("latin-1").lower().partition(";")[0].strip()
 
 
@@ -45,9 +45,9 @@ def _is_json(media: str) -> bool:
     )
 
 
-def _content_encoding(scope: Scope) -> str:
+def _content_encoding(headers: dict[bytes, bytes]) -> str:
     """The request's Content-Encoding, empty when there is none (or ``identity``)."""
-    raw = dict(scope["headers"]).get(b"content-encoding", b"").decode("latin-1").strip()
+    raw = headers.get(b"content-encoding", b"").decode("latin-1").strip()
     return "" if raw.lower() in ("", "identity") else raw
 
 
@@ -86,7 +86,8 @@ def _error(loc: tuple[str | int, ...], reason: str) -> dict[str, Any]:
 
 
 class StrictJsonBodies:
-    """422 for a JSON body holding NUL, a lone surrogate or a non-finite number."""
+    """415 for a body not sent as JSON or in a Content-Encoding; 422 for a JSON body holding
+    NUL, a lone surrogate or a non-finite number."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -95,7 +96,8 @@ class StrictJsonBodies:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
             await self.app(scope, receive, send)
             return
-        encoding = _content_encoding(scope)
+        headers: dict[bytes, bytes] = dict(scope["headers"])
+        encoding = _content_encoding(headers)
         if encoding:
             unsupported = UnsupportedContentEncoding(
                 f"request bodies are read as sent: Content-Encoding {encoding!r} is not supported",
@@ -110,7 +112,7 @@ class StrictJsonBodies:
                 raise
             await problem_response(PayloadTooLarge(str(exc.detail)))(scope, receive, send)
             return
-        media = _media_type(scope)
+        media = _media_type(headers)
         if body and not _is_json(media):
             sent = f"Content-Type {media!r}" if media else "no Content-Type"
             unreadable = UnsupportedMediaType(

@@ -39,14 +39,19 @@ def python(code: str, directory: Path) -> str:
     return done.stdout
 
 
-def test_a_scrape_adds_up_every_process(tmp_path: Path) -> None:
-    python(RECORD, tmp_path)
-    python(RECORD, tmp_path)
-    samples = {
+def scraped(tmp_path: Path) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """A scrape in a process of its own: each sample's value by its name and labels."""
+    return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(python(SCRAPE, tmp_path))
         for s in family.samples
     }
+
+
+def test_a_scrape_adds_up_every_process(tmp_path: Path) -> None:
+    python(RECORD, tmp_path)
+    python(RECORD, tmp_path)
+    samples = scraped(tmp_path)
     assert samples[("parley_runs_started_total", (("provider", "offline"),))] == 2
     assert samples[("parley_output_tokens_total", (("provider", "offline"),))] == 14
     assert samples[("parley_event_log_flush_batch_events_count", ())] == 2
@@ -69,11 +74,7 @@ def test_a_process_that_died_without_shutting_down_leaves_no_active_runs(
 ) -> None:
     python(KILLED, tmp_path)
     python(RECORD, tmp_path)
-    samples = {
-        (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in text_string_to_metric_families(python(SCRAPE, tmp_path))
-        for s in family.samples
-    }
+    samples = scraped(tmp_path)
     assert samples[("parley_runs_started_total", (("provider", "offline"),))] == 3  # counters stay
     assert samples.get(("parley_runs_active", (("provider", "offline"),)), 0) == 0
 

@@ -30,7 +30,7 @@ from app.domain import (
 from app.runs.config import ConfigContext
 from app.runs.conversations import Delta
 from app.runs.errors import BadEventId, EventsExpired, ShuttingDown
-from app.runs.events import RunEvent
+from app.runs.events import RunEvent, chunk_event, merged_rows
 from app.runs.follow import RunReader
 from app.runs.runner import RunService
 from app.runs.server_tools import builtin_tools
@@ -276,22 +276,26 @@ async def test_a_run_that_loses_its_lease_stops_without_writing(
     assert after == before  # the taken run's log got nothing more
 
 
+async def dead_run(services: Services, conv_id: str, run_id: str, *deltas: str) -> None:
+    """A run whose process died after streaming ``deltas``: its lease (0.05 s) left to expire,
+    its row ``running``, its log the block's start and the deltas."""
+    async with services.repository(None) as repo:
+        await repo.acquire_lease(conv_id, run_id, 0.05)
+        runs = RunRepository(repo.session)
+        await runs.create(run_id, conv_id, OWNER, "cancel")
+        chunks = [ContentBlockStart(0), *(ContentBlockDelta(d) for d in deltas)]
+        events = [chunk_event(i + 1, c) for i, c in enumerate(chunks)]
+        await runs.add_events(merged_rows(run_id, events))
+
+
 async def test_an_abandoned_run_is_ended_by_the_next_writer_with_its_streamed_text(
     make_services: MakeServices,
 ) -> None:
     services = await make_services(ScriptedAdapter([]))
     conv_id = await new_conversation(services, "hi")
     run_id = "0" * 31 + "1"
-    async with services.repository(None) as repo:  # a run whose process died after two deltas
-        await repo.acquire_lease(conv_id, run_id, 0.05)
-        runs = RunRepository(repo.session)
-        await runs.create(run_id, conv_id, OWNER, "cancel")
-        from app.runs.events import chunk_event, merged_rows
-
-        chunks = [ContentBlockStart(0), ContentBlockDelta("half "), ContentBlockDelta("done")]
-        await runs.add_events(
-            merged_rows(run_id, [chunk_event(i + 1, c) for i, c in enumerate(chunks)])
-        )
+    # a run whose process died after two deltas
+    await dead_run(services, conv_id, run_id, "half ", "done")
     await asyncio.sleep(0.1)
     reader = RunReader(services, OWNER)
     resume = await reader.resume(conv_id, f"{run_id}:3")
@@ -323,16 +327,7 @@ async def test_a_stale_if_match_past_an_abandoned_run_still_stores_its_ending(
     conv_id = await new_conversation(services, "hi")
     seen = (await conversations(services).get(conv_id)).record.version
     run_id = "0" * 31 + "2"
-    async with services.repository(None) as repo:  # a run whose process died after a delta
-        await repo.acquire_lease(conv_id, run_id, 0.05)
-        runs = RunRepository(repo.session)
-        await runs.create(run_id, conv_id, OWNER, "cancel")
-        from app.runs.events import chunk_event, merged_rows
-
-        chunks = [ContentBlockStart(0), ContentBlockDelta("half")]
-        await runs.add_events(
-            merged_rows(run_id, [chunk_event(i + 1, c) for i, c in enumerate(chunks)])
-        )
+    await dead_run(services, conv_id, run_id, "half")  # its process died after a delta
     await asyncio.sleep(0.1)
     view = await conversations(services).get(conv_id)
     assert view.status == "idle" and view.record.version == seen
@@ -600,16 +595,7 @@ async def test_a_dead_run_is_ended_soon_after_its_lease_expires(
     services = await make_services(ScriptedAdapter([]), run_lease_seconds=0.9)
     conv_id = await new_conversation(services, "hi")
     run_id = "0" * 31 + "3"
-    async with services.repository(None) as repo:
-        await repo.acquire_lease(conv_id, run_id, 0.05)
-        runs = RunRepository(repo.session)
-        await runs.create(run_id, conv_id, OWNER, "cancel")
-        from app.runs.events import chunk_event, merged_rows
-
-        chunks = [ContentBlockStart(0), ContentBlockDelta("half")]
-        await runs.add_events(
-            merged_rows(run_id, [chunk_event(i + 1, c) for i, c in enumerate(chunks)])
-        )
+    await dead_run(services, conv_id, run_id, "half")
     await asyncio.sleep(0.7)  # the lease expired 0.65 s ago: within a third of a term, swept
     assert (await conversations(services).get(conv_id)).status == "idle"
     record = await RunReader(services, OWNER).get(conv_id, run_id)
