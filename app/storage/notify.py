@@ -1,7 +1,8 @@
 """Listening for PostgreSQL notifications on a connection of its own (other databases poll).
 
-Imports asyncpg and app.storage. One ``Listener`` per process hears what other processes tell
-it at their commits (``RunRepository.notify``): new events of a run, a cancel.
+Imports app.storage, and asyncpg once it listens (a SQLite server never loads it). One
+``Listener`` per process hears what other processes tell it at their commits
+(``RunRepository.notify``): new events of a run, a cancel.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
-
-import asyncpg  # type: ignore[import-untyped]
 
 from app.storage.database import Database
 from app.storage.runs import NOTIFY_CHANNEL
@@ -53,6 +52,8 @@ class Listener:
             log.exception("a notification could not be handled: %r", payload[:200])
 
     async def _listen(self) -> None:
+        import asyncpg  # type: ignore[import-untyped]  # here: 3 MB a SQLite worker never needs
+
         dsn = self._database.url.set(drivername="postgresql").render_as_string(hide_password=False)
         while True:
             connection = None
