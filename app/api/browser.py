@@ -63,6 +63,17 @@ def origin_key(origin: str) -> tuple[str, str, int] | None:
     return scheme, parts.hostname.lower(), port or DEFAULT_PORTS[scheme]
 
 
+def browser_origin(origin: str) -> str | None:
+    """``origin`` spelled as a browser sends it in ``Origin`` (lower case, no default port),
+    which Starlette's CORS compares as a string; None if it is not an origin."""
+    key = origin_key(origin)
+    if key is None:
+        return None
+    scheme, host, port = key
+    host = f"[{host}]" if ":" in host else host  # IPv6
+    return f"{scheme}://{host}" + ("" if port == DEFAULT_PORTS[scheme] else f":{port}")
+
+
 def _own_origin(scope: Scope) -> tuple[str, str, int] | None:
     headers = dict(scope["headers"])
     host = headers.get(b"host", b"").decode("latin-1")
@@ -147,7 +158,7 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
     Call after the other middleware: CORS ends up outermost, so a listed origin's preflight is
     answered by it, and the Origin check refuses every other origin before anything runs.
     """
-    origins = settings.cors_origin_list()
+    origins = [o for o in map(browser_origin, settings.cors_origin_list()) if o is not None]
     app.add_middleware(OriginCheck, allowed=origins)
     if origins:
         app.add_middleware(

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.api.browser import origin_key
+from app.api.browser import browser_origin, origin_key
 from app.main import create_app
 from app.settings import Settings
 
@@ -127,6 +127,28 @@ async def test_a_listed_origin_gets_cors_headers_and_preflight(
     assert (await cors_client.options("/conversations", headers=head)).status_code == 200
 
 
+async def test_a_listed_origin_works_however_it_is_spelled(database_url: str) -> None:
+    """Browsers send ``http://app.example.com``; Starlette's CORS compares strings."""
+    settings = Settings(
+        database_url=database_url,
+        cors_origins="http://App.Example.com:80, https://x.example:443, http://[::1]:8000",
+    )
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url=OWN) as c:
+            for origin in ("http://app.example.com", "https://x.example", "http://[::1]:8000"):
+                preflight = await c.options(
+                    "/conversations",
+                    headers={"Origin": origin, "Access-Control-Request-Method": "POST"},
+                )
+                assert preflight.status_code == 200, origin
+                assert preflight.headers["access-control-allow-origin"] == origin
+                created = await c.post("/conversations", json={}, headers={"Origin": origin})
+                assert created.status_code == 201, origin
+                assert created.headers["access-control-allow-origin"] == origin
+
+
 @pytest.mark.parametrize(
     ("origin", "method", "headers", "code"),
     [
@@ -155,6 +177,9 @@ def test_origin_key_normalizes_default_ports_and_rejects_non_origins() -> None:
     assert origin_key("http://h:8000") == ("http", "h", 8000)
     for bad in ("null", "", "file:///x", "http://h:99999", "h.example"):
         assert origin_key(bad) is None
+    assert browser_origin("HTTPS://App.Example.com:443/") == "https://app.example.com"
+    assert browser_origin("http://[::1]:80") == "http://[::1]"
+    assert browser_origin("null") is None
 
 
 async def test_the_playground_and_its_modules_are_served(client: httpx.AsyncClient) -> None:
