@@ -12,6 +12,7 @@ A refused CORS preflight is a 403 problem too (``ProblemCORS``).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
@@ -152,6 +153,16 @@ class ProblemCORS(CORSMiddleware):
         return problem_response(problem, kept)
 
 
+class PlaygroundFiles(StaticFiles):
+    """The playground's files with the page's headers: ``/playground/index.html`` is the page
+    too (it must not be framed either), and no module or style sheet is sniffed as another type."""
+
+    def file_response(self, *args: Any, **kwargs: Any) -> Response:
+        response = super().file_response(*args, **kwargs)
+        response.headers.update(PLAYGROUND_HEADERS)
+        return response
+
+
 def install_browser_support(app: FastAPI, settings: Settings) -> None:
     """Add the Origin check and (when origins are listed) CORS; serve the playground at ``/``.
 
@@ -169,7 +180,7 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
             expose_headers=EXPOSED_HEADERS,
             max_age=600,
         )
-    app.mount("/playground", StaticFiles(directory=STATIC), name="playground")
+    app.mount("/playground", PlaygroundFiles(directory=STATIC), name="playground")
 
     @app.get("/", include_in_schema=False)
     async def playground() -> FileResponse:

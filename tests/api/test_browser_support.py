@@ -189,10 +189,15 @@ async def test_the_playground_and_its_modules_are_served(client: httpx.AsyncClie
     assert page.headers["content-security-policy"].startswith("default-src 'self'")
     assert 'aria-label="Message"' in page.text
     assert "://" not in page.text, "the page must load nothing from elsewhere"
-    for asset in ("app.js", "api.js", "sse.js", "style.css"):
+    for asset in ("app.js", "api.js", "sse.js", "style.css", "index.html"):
         response = await client.get(f"/playground/{asset}")
         assert response.status_code == 200, asset
         assert "://" not in response.text, asset
+        # the page under its file name is not framed either; nothing is sniffed
+        assert (
+            response.headers["content-security-policy"] == page.headers["content-security-policy"]
+        )
+        assert response.headers["x-content-type-options"] == "nosniff"
 
 
 async def test_docs_and_redoc_load_their_assets_from_parley(client: httpx.AsyncClient) -> None:
