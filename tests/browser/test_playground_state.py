@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Page, expect
@@ -208,4 +209,27 @@ async def test_a_run_that_ends_while_the_browser_is_offline_is_shown_once_back(
     await expect(log.locator(".msg.assistant")).to_have_text(f"assistant{WORDS}")
     async with await api(server.url, None) as http:
         assert (await http.get(f"/conversations/{conv_id}")).json()["status"] == "idle"
+    await context.close()
+
+
+async def test_export_saves_the_document_as_the_api_serves_it(
+    browser: Any, live_server: Any
+) -> None:
+    """Numbers JavaScript would round (a 20-digit integer, ``1.0``) are exported unchanged."""
+    server = live_server()
+    lookup = {"name": "lookup", "parameters": {"type": "object", "properties": {}}}
+    call = {"role": "user", "text": 'call lookup {"n": 12345678901234567891, "f": 1.0}'}
+    async with await api(server.url, None) as http:
+        created = await http.post("/conversations", json={"config": {"client_tools": [lookup]}})
+        conv_id = created.json()["id"]
+        await http.post(f"/conversations/{conv_id}/stream", json={"messages": [call]})
+        served = (await http.get(f"/conversations/{conv_id}/messages")).text
+    assert "12345678901234567891" in served
+    context, page, errors = await open_page(browser, f"{server.url}/#{conv_id}")
+    await expect(page.locator("#title")).to_have_text(f"Conversation {conv_id}")
+    async with page.expect_download() as download:
+        await page.get_by_role("button", name="Export JSON").click()
+    saved = Path(await (await download.value).path())
+    assert await asyncio.to_thread(saved.read_text) == served
+    assert errors == []
     await context.close()

@@ -44,6 +44,12 @@ export async function request(method, path, body) {
   return response.status === 204 ? null : response.json();
 }
 
+// The body as the server wrote it (an export must keep the numbers JSON.parse would round).
+export async function requestText(path) {
+  const response = await check(await fetch(path, { headers: headers() }));
+  return response.text();
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Run the conversation and call onEvent(name, payload) for every event. `bundle` (a delta

@@ -1,6 +1,6 @@
 // The playground: conversations, streaming, Stop, injected messages, client-tool results,
 // export. Talks to Parley only through api.js; renders the stored transcript after each run.
-import { ApiError, AuthRequired, apiKey, request, streamRun } from "./api.js";
+import { ApiError, AuthRequired, apiKey, request, requestText, streamRun } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 // `stream`: the AbortController of the reader following a run in this tab (null: none). Opening
@@ -310,8 +310,9 @@ $("more").addEventListener("click", () => {
 });
 
 $("export").addEventListener("click", () => guarded(async () => {
-  const doc = await request("GET", `/conversations/${state.id}/messages`);
-  const blob = new Blob([JSON.stringify(doc, null, 2)], { type: "application/json" });
+  // the document as served, byte for byte: numbers are not rounded through JavaScript's
+  const doc = await requestText(`/conversations/${encodeURIComponent(state.id)}/messages`);
+  const blob = new Blob([doc], { type: "application/json" });
   const link = document.createElement("a");
   link.href = URL.createObjectURL(blob);
   link.download = `conversation-${state.id}.json`;
