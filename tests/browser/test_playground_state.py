@@ -12,6 +12,7 @@ import asyncio
 import re
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, unquote
 
 from playwright.async_api import Page, expect
 
@@ -231,5 +232,34 @@ async def test_export_saves_the_document_as_the_api_serves_it(
         await page.get_by_role("button", name="Export JSON").click()
     saved = Path(await (await download.value).path())
     assert await asyncio.to_thread(saved.read_text) == served
+    assert errors == []
+    await context.close()
+
+
+async def test_an_id_in_the_address_that_names_no_conversation_calls_nothing_else(
+    browser: Any, live_server: Any
+) -> None:
+    """``/#..`` must not become ``/conversations/..`` (that is ``/``), nor ``/#.`` the list;
+    an undecodable fragment is no error either: the page starts without a conversation."""
+    server = live_server()
+    context = await browser.new_context()
+    await loopback_only(context)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    requested: list[str] = []
+    page.on("request", lambda r: requested.append(r.url.removeprefix(server.url)))
+    for fragment in ("..", ".", "%2e%2E", "%E0%A4%A", "..%2Fproviders", "x%3Fy%3D1"):
+        await page.goto("about:blank")
+        requested.clear()
+        await page.goto(f"{server.url}/#{fragment}")
+        await expect(page).to_have_url(server.url + "/")
+        await expect(page.get_by_label("Provider")).to_have_value("offline")
+        calls = {path for path in requested if not path.startswith("/playground/")}
+        asked = {f"/conversations/{quote(unquote(fragment), safe='')}"}
+        assert calls <= {"/", "/providers", "/conversations"} | asked, fragment
+        await expect(page.locator("#title")).to_have_text("No conversation yet: create one.")
+        await expect(page.get_by_role("status")).to_have_text("")
+        await expect(page.get_by_role("button", name="Send")).to_be_disabled()
     assert errors == []
     await context.close()

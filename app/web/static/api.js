@@ -37,6 +37,13 @@ async function check(response) {
   return response;
 }
 
+// The path of conversation `id`, or of `rest` under it. "." and ".." are no ids (a URL would
+// resolve them to another path): the server has no such conversation.
+export function conversationPath(id, rest = "") {
+  if (id === "." || id === "..") throw new ApiError({ detail: `no conversation ${id}` }, 404);
+  return `/conversations/${encodeURIComponent(id)}${rest}`;
+}
+
 export async function request(method, path, body) {
   const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
@@ -60,7 +67,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // detaches this reader. Resolves with the `done` payload, or null if the stream ended without one.
 export async function streamRun(conversationId, bundle, onEvent,
   { retries = 10, signal, lastEventId = null } = {}) {
-  const url = `/conversations/${encodeURIComponent(conversationId)}/stream?on_disconnect=continue`;
+  const url = conversationPath(conversationId, "/stream?on_disconnect=continue");
   let lastId = lastEventId;
   const follow = () => ({ method: "GET", signal,
     headers: headers({ Accept: "text/event-stream", "Last-Event-ID": lastId }) });

@@ -1,6 +1,8 @@
 // The playground: conversations, streaming, Stop, injected messages, client-tool results,
 // export. Talks to Parley only through api.js; renders the stored transcript after each run.
-import { ApiError, AuthRequired, apiKey, request, requestText, streamRun } from "./api.js";
+import {
+  ApiError, AuthRequired, apiKey, conversationPath, request, requestText, streamRun,
+} from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 // `stream`: the AbortController of the reader following a run in this tab (null: none). Opening
@@ -83,7 +85,7 @@ function renderMessage(message) {
 // The stored transcript; a form for the results of client tool calls still pending (also
 // after a reload or from another tab).
 async function showTranscript() {
-  const doc = await request("GET", `/conversations/${state.id}/messages`);
+  const doc = await request("GET", conversationPath(state.id, "/messages"));
   $("transcript").replaceChildren();
   doc.messages.forEach(renderMessage);
   const pending = doc.messages.filter((m) => m.type === "ToolCallMessage" && m.pending);
@@ -237,7 +239,7 @@ async function open(id) {
   $("run-error").textContent = "";
   setRunning(false);
   setStatus("");
-  const conversation = await request("GET", `/conversations/${encodeURIComponent(id)}`);
+  const conversation = await request("GET", conversationPath(id));
   await showTranscript();
   await loadConversations();
   if (conversation.status === "running" && conversation.run_id && state.id === id && !state.running) {
@@ -272,7 +274,7 @@ $("send-form").addEventListener("submit", (event) => {
   $("message").value = "";
   if (role === "assistant") {
     guarded(async () => {
-      await request("POST", `/conversations/${state.id}/deltas`, { messages: [{ role, text }] });
+      await request("POST", conversationPath(state.id, "/deltas"), { messages: [{ role, text }] });
       await showTranscript();
       setStatus("Assistant message added.");
     });
@@ -291,7 +293,7 @@ $("message").addEventListener("keydown", (event) => {
 
 $("stop").addEventListener("click", () => {
   setStatus("Stopping…");
-  guarded(() => request("POST", `/conversations/${state.id}/cancel`));
+  guarded(() => request("POST", conversationPath(state.id, "/cancel")));
 });
 
 $("tool-form").addEventListener("submit", (event) => {
@@ -311,7 +313,7 @@ $("more").addEventListener("click", () => {
 
 $("export").addEventListener("click", () => guarded(async () => {
   // the document as served, byte for byte: numbers are not rounded through JavaScript's
-  const doc = await requestText(`/conversations/${encodeURIComponent(state.id)}/messages`);
+  const doc = await requestText(conversationPath(state.id, "/messages"));
   const blob = new Blob([doc], { type: "application/json" });
   const link = document.createElement("a");
   link.href = URL.createObjectURL(blob);
@@ -323,12 +325,12 @@ $("export").addEventListener("click", () => guarded(async () => {
 guarded(async () => {
   await loadProviders();
   await loadConversations();
-  const id = decodeURIComponent(location.hash.slice(1));
-  if (id) {
+  if (location.hash.length > 1) {
     try {
-      await open(id);
+      await open(decodeURIComponent(location.hash.slice(1)));
     } catch (error) {
-      if (!(error instanceof ApiError)) throw error;
+      // an id that names no conversation (or is no id: "#%E0"): start without one
+      if (!(error instanceof ApiError || error instanceof URIError)) throw error;
       history.replaceState(null, "", location.pathname);
       state.id = null;
       $("title").textContent = "No conversation yet: create one.";
