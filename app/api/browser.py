@@ -16,11 +16,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from fastapi import FastAPI
-from starlette.datastructures import Headers
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import FileResponse, Response
 from starlette.staticfiles import StaticFiles
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import Forbidden, problem_response
 from app.runs.events import ErrorCode
@@ -47,6 +47,14 @@ PLAYGROUND_HEADERS = {
     "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
     "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
     "X-Content-Type-Options": "nosniff",
+}
+
+# ReDoc draws its vendor's logo from cdn.redoc.ly: refused by the page's policy, the browser never
+# asks for it, and /redoc stays offline. (Styles: ReDoc writes its own <style> elements.)
+REDOC_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+    "style-src 'self' 'unsafe-inline'; worker-src 'self' blob:; object-src 'none'; "
+    "base-uri 'none'",
 }
 
 
@@ -153,6 +161,25 @@ class ProblemCORS(CORSMiddleware):
         return problem_response(problem, kept)
 
 
+class RedocPolicy:
+    """``REDOC_HEADERS`` on the ``/redoc`` page (fastapi-offline serves it)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] != "/redoc":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_policy(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message).update(REDOC_HEADERS)
+            await send(message)
+
+        await self.app(scope, receive, send_with_policy)
+
+
 class PlaygroundFiles(StaticFiles):
     """The playground's files with the page's headers: ``/playground/index.html`` is the page
     too (it must not be framed either), and no module or style sheet is sniffed as another type."""
@@ -170,6 +197,7 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
     answered by it, and the Origin check refuses every other origin before anything runs.
     """
     origins = [o for o in map(browser_origin, settings.cors_origin_list()) if o is not None]
+    app.add_middleware(RedocPolicy)
     app.add_middleware(OriginCheck, allowed=origins)
     if origins:
         app.add_middleware(
