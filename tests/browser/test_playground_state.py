@@ -263,3 +263,24 @@ async def test_an_id_in_the_address_that_names_no_conversation_calls_nothing_els
         await expect(page.get_by_role("button", name="Send")).to_be_disabled()
     assert errors == []
     await context.close()
+
+
+async def test_an_injected_assistant_message_is_added_only_when_typed_and_kept_when_refused(
+    browser: Any, live_server: Any
+) -> None:
+    server = live_server(max_text_chars=20)
+    context, page, _ = await open_page(browser, server.url + "/")
+    conv_id = await new_conversation(page)
+    await page.get_by_label("Role").select_option("assistant")
+    await page.get_by_role("button", name="Send").click()  # an empty box adds nothing
+    await expect(page.get_by_role("status")).to_have_text("Type the assistant message to add.")
+    too_long = "an injected reply longer than allowed"
+    await send(page, too_long)
+    await expect(page.get_by_role("status")).to_contain_text("Error 422")
+    await expect(page.get_by_role("textbox", name="Message")).to_have_value(too_long)
+    await send(page, "A short reply.")
+    await expect(page.get_by_role("status")).to_have_text("Assistant message added.")
+    async with await api(server.url, None) as http:
+        messages = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
+    assert [m["text"] for m in messages] == ["A short reply."]
+    await context.close()

@@ -273,8 +273,18 @@ $("send-form").addEventListener("submit", (event) => {
   const role = $("role").value;
   $("message").value = "";
   if (role === "assistant") {
+    if (!text.trim()) {
+      setStatus("Type the assistant message to add.");
+      return;
+    }
     guarded(async () => {
-      await request("POST", conversationPath(state.id, "/deltas"), { messages: [{ role, text }] });
+      try {
+        await request("POST", conversationPath(state.id, "/deltas"), { messages: [{ role, text }] });
+      } catch (error) {
+        // not added: keep what was typed (a key asked for tries again)
+        if (!(error instanceof AuthRequired) && !$("message").value) $("message").value = text;
+        throw error;
+      }
       await showTranscript();
       setStatus("Assistant message added.");
     });
