@@ -23,7 +23,9 @@ export const apiKey = {
 function headers(extra = {}) {
   const h = { ...extra };
   const key = apiKey.get();
-  if (key) h.Authorization = `Bearer ${key}`;
+  // A key fetch() cannot put in a header (a pasted typographic quote: not ASCII) goes as none,
+  // so the server's 401 has the page ask again instead of every request failing.
+  if (key && /^[\x20-\x7e]+$/.test(key)) h.Authorization = `Bearer ${key}`;
   return h;
 }
 
