@@ -6,11 +6,13 @@ export async function* parseSSE(readable) {
   const reader = readable.pipeThrough(new TextDecoderStream()).getReader();
   let buffer = "";
   let event = { event: "message", data: [], id: null };
+  let afterCR = false; // the last chunk ended in "\r": a "\n" starting the next one ends no line
   try {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += value;
+      buffer += afterCR && value.startsWith("\n") ? value.slice(1) : value;
+      if (value) afterCR = value.endsWith("\r");
       const lines = buffer.split(/\r\n|\r|\n/);
       buffer = lines.pop();
       for (const line of lines) {
