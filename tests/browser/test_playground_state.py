@@ -73,7 +73,7 @@ async def test_a_second_tab_follows_the_run_and_can_stop_it(browser: Any, live_s
     await context.close()
 
 
-async def test_pending_client_tool_calls_get_their_form_after_a_reload(
+async def test_pending_client_tool_calls_keep_their_form_after_a_reload_or_a_refused_send(
     browser: Any, live_server: Any
 ) -> None:
     server = live_server()
@@ -85,6 +85,12 @@ async def test_pending_client_tool_calls_get_their_form_after_a_reload(
     await send(page, "call lookup {}")
     await expect(page.get_by_role("status")).to_have_text("Done: requires_action")
     await page.reload()
+    await expect(page.get_by_role("form", name="Tool results")).to_be_visible()
+    # a message instead of the results is refused (409); the form for them stays
+    await send(page, "something else")
+    await expect(page.get_by_role("status")).to_contain_text("Error 409")
+    await expect(page.get_by_role("textbox", name="Message")).to_have_value("something else")
+    await expect(page.get_by_role("form", name="Tool results")).to_be_visible()
     await page.get_by_label("Result of lookup({})").fill('{"found": "blue"}')
     await page.get_by_role("button", name="Submit tool results").click()
     await expect(page.get_by_role("status")).to_have_text("Done: completed")

@@ -152,6 +152,7 @@ async function run(bundle, { lastEventId = null, text = "" } = {}) {
   setRunning(true);
   setStatus(lastEventId ? "Running (following the reply)…" : "Running…");
   $("run-error").textContent = "";
+  const toolForm = !$("tool-form").hidden; // shown again if the run does not start
   $("tool-form").hidden = true;
   const live = { div: null, started: false };
   const sent = bundle?.messages?.filter((m) => m.role === "user") ?? [];
@@ -172,6 +173,7 @@ async function run(bundle, { lastEventId = null, text = "" } = {}) {
     if (!live.started) {
       document.querySelectorAll(".msg.sending").forEach((div) => div.remove());
       if (text && !$("message").value) $("message").value = text;
+      $("tool-form").hidden = !toolForm; // the calls still wait for their results
     }
     setStatus(error instanceof ApiError ? `Error ${error.status}: ${error.message}` : String(error));
   } finally {
