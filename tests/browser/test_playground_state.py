@@ -290,3 +290,26 @@ async def test_an_injected_assistant_message_is_added_only_when_typed_and_kept_w
         messages = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
     assert [m["text"] for m in messages] == ["A short reply."]
     await context.close()
+
+
+async def test_a_changed_address_opens_the_conversation_it_names(
+    browser: Any, live_server: Any
+) -> None:
+    """``page.goto`` to ``/#<id>`` from ``/`` changes only the fragment: no reload."""
+    server = live_server()
+    ids = []
+    async with await api(server.url, None) as http:
+        for text in ("first chat", "second chat"):
+            created = await http.post("/conversations", json={"system_prompt": text})
+            ids.append(created.json()["id"])
+    context, page, errors = await open_page(browser, server.url + "/")
+    for conv_id, text in zip(ids, ("first chat", "second chat"), strict=True):
+        await page.goto(f"{server.url}/#{conv_id}")
+        await expect(page.locator("#title")).to_have_text(f"Conversation {conv_id}")
+        await expect(page.get_by_role("log")).to_have_text(f"system{text}")
+    await page.goto(f"{server.url}/#no-such-conversation")
+    await expect(page.locator("#title")).to_have_text("No conversation yet: create one.")
+    await expect(page.get_by_role("log")).to_have_text("")
+    await expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    assert [e for e in errors if "404" not in e] == []
+    await context.close()

@@ -334,20 +334,29 @@ $("export").addEventListener("click", () => guarded(async () => {
   URL.revokeObjectURL(link.href);
 }));
 
+// Open the conversation the address names (`/#<id>`): at start, and when the address changes
+// without a reload (an edited or followed link to `/#<other id>`).
+async function openFromAddress() {
+  if (location.hash.length <= 1) return;
+  try {
+    const id = decodeURIComponent(location.hash.slice(1));
+    if (id !== state.id) await open(id);
+  } catch (error) {
+    // an id that names no conversation (or is no id: "#%E0"): show none
+    if (!(error instanceof ApiError || error instanceof URIError)) throw error;
+    history.replaceState(null, "", location.pathname);
+    state.id = null;
+    $("title").textContent = "No conversation yet: create one.";
+    $("export").disabled = true;
+    $("transcript").replaceChildren();
+    setRunning(false);
+  }
+}
+
+window.addEventListener("hashchange", () => guarded(openFromAddress));
+
 guarded(async () => {
   await loadProviders();
   await loadConversations();
-  if (location.hash.length > 1) {
-    try {
-      await open(decodeURIComponent(location.hash.slice(1)));
-    } catch (error) {
-      // an id that names no conversation (or is no id: "#%E0"): start without one
-      if (!(error instanceof ApiError || error instanceof URIError)) throw error;
-      history.replaceState(null, "", location.pathname);
-      state.id = null;
-      $("title").textContent = "No conversation yet: create one.";
-      $("export").disabled = true;
-      setRunning(false);
-    }
-  }
+  await openFromAddress();
 });
