@@ -49,12 +49,17 @@ PLAYGROUND_HEADERS = {
     "X-Content-Type-Options": "nosniff",
 }
 
-# ReDoc draws its vendor's logo from cdn.redoc.ly: refused by the page's policy, the browser never
-# asks for it, and /redoc stays offline. (Styles: ReDoc writes its own <style> elements.)
-REDOC_HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
-    "style-src 'self' 'unsafe-inline'; worker-src 'self' blob:; object-src 'none'; "
-    "base-uri 'none'",
+# The docs pages (fastapi-offline serves them): no other site may frame them (Swagger UI's "Try
+# it out" runs requests as Parley's own page). ReDoc draws its vendor's logo from cdn.redoc.ly:
+# refused by the page's policy, the browser never asks for it, and /redoc stays offline.
+# (Swagger UI starts from an inline script; ReDoc writes its own <style> elements.)
+DOCS_HEADERS = {
+    "/docs": {"Content-Security-Policy": "frame-ancestors 'none'"},
+    "/redoc": {
+        "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; "
+        "style-src 'self' 'unsafe-inline'; worker-src 'self' blob:; object-src 'none'; "
+        "base-uri 'none'; frame-ancestors 'none'",
+    },
 }
 
 
@@ -161,20 +166,21 @@ class ProblemCORS(CORSMiddleware):
         return problem_response(problem, kept)
 
 
-class RedocPolicy:
-    """``REDOC_HEADERS`` on the ``/redoc`` page (fastapi-offline serves it)."""
+class DocsPolicy:
+    """``DOCS_HEADERS`` on the docs pages."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] != "/redoc":
+        headers = DOCS_HEADERS.get(scope["path"]) if scope["type"] == "http" else None
+        if headers is None:
             await self.app(scope, receive, send)
             return
 
         async def send_with_policy(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message).update(REDOC_HEADERS)
+                MutableHeaders(scope=message).update(headers)
             await send(message)
 
         await self.app(scope, receive, send_with_policy)
@@ -197,7 +203,7 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
     answered by it, and the Origin check refuses every other origin before anything runs.
     """
     origins = [o for o in map(browser_origin, settings.cors_origin_list()) if o is not None]
-    app.add_middleware(RedocPolicy)
+    app.add_middleware(DocsPolicy)
     app.add_middleware(OriginCheck, allowed=origins)
     if origins:
         app.add_middleware(

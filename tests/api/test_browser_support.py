@@ -202,8 +202,10 @@ async def test_the_playground_and_its_modules_are_served(client: httpx.AsyncClie
 
 async def test_docs_and_redoc_load_their_assets_from_parley(client: httpx.AsyncClient) -> None:
     for path in ("/docs", "/redoc"):
-        html = (await client.get(path)).text
-        assert "cdn." not in html and "fonts.googleapis" not in html, path
+        response = await client.get(path)
+        assert "cdn." not in response.text and "fonts.googleapis" not in response.text, path
+        # another site cannot frame them (Swagger UI's "Try it out" runs as Parley's page)
+        assert "frame-ancestors 'none'" in response.headers["content-security-policy"], path
     for asset in ("swagger-ui-bundle.js", "swagger-ui.css", "redoc.standalone.js"):
         response = await client.get(f"/static-offline-docs/{asset}")
         assert response.status_code == 200 and len(response.content) > 10_000, asset
