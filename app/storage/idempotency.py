@@ -71,12 +71,19 @@ class IdempotencyRepository:
             "created_at": now,
             "expires_at": now + ttl,
         }
-        try:
-            async with self._session.begin_nested():
-                await self._session.execute(insert(_T).values(**row))
-        except IntegrityError:
-            return await self.get(ref)
-        return None
+        while True:
+            try:
+                async with self._session.begin_nested():
+                    await self._session.execute(insert(_T).values(**row))
+            except IntegrityError:
+                found = await self.get(ref)
+                if found is not None:
+                    return found
+                # Its request failed and freed it between the INSERT and the SELECT (READ
+                # COMMITTED reads what committed since): the key is free, so claim it again —
+                # never serve a request without it.
+                continue
+            return None
 
     async def get(self, ref: KeyRef) -> KeyRecord | None:
         found = (await self._session.execute(select(_T).where(ref.where()))).mappings().first()

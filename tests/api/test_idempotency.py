@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -18,6 +19,8 @@ from app.main import create_app
 from app.runs.idempotency import IdempotencyService
 from app.settings import Settings
 from app.storage import Database
+from app.storage.idempotency import PENDING, IdempotencyRepository, KeyRecord, KeyRef
+from app.storage.records import utcnow
 from tests.api.conftest import LiveServer, app_client
 from tests.api.sse import parse
 
@@ -125,6 +128,34 @@ async def test_a_key_in_use_is_a_409_with_retry_after(settings: Settings) -> Non
     assert response.status_code == 409
     assert response.json()["code"] == "idempotency_key_in_use"
     assert response.headers["retry-after"] == "1"
+
+
+async def test_a_key_freed_while_a_claim_reads_it_is_claimed_again(
+    database: Database, backend: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A claim that meets the key held, then reads it just after its request failed and freed
+    it, claims it again: it never serves its request without the key (on PostgreSQL, many
+    clients retrying one delta through three processes appended it up to 8 times)."""
+    if backend == "sqlite":
+        pytest.skip("SQLite's write lock keeps a claim's INSERT and SELECT together")
+    ref = KeyRef("anonymous", "POST /conversations/c/deltas", "k")
+    ttl, stale = timedelta(hours=1), timedelta(minutes=1)
+    async with database.transaction() as session:
+        assert await IdempotencyRepository(session).claim(ref, "h", utcnow(), ttl, stale) is None
+    read = IdempotencyRepository.get
+
+    async def freed_first(self: IdempotencyRepository, ref: KeyRef) -> KeyRecord | None:
+        monkeypatch.setattr(IdempotencyRepository, "get", read)
+        async with database.transaction() as other:  # the first request failed meanwhile
+            await IdempotencyRepository(other).release(ref)
+        return await read(self, ref)
+
+    monkeypatch.setattr(IdempotencyRepository, "get", freed_first)
+    async with database.transaction() as session:
+        assert await IdempotencyRepository(session).claim(ref, "h", utcnow(), ttl, stale) is None
+    async with database.transaction() as session:
+        held = await IdempotencyRepository(session).get(ref)
+    assert held is not None and held.state == PENDING
 
 
 async def test_concurrent_requests_with_one_key_make_one_conversation(
