@@ -38,6 +38,7 @@ from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, Shu
 from app.runs.events import (
     DONE,
     ERROR,
+    LEASE_LOST_ERROR,
     MESSAGE,
     REQUIRES_ACTION,
     RUN_STARTED,
@@ -162,12 +163,12 @@ class RunService:
                 task.uncancel()  # stopped on purpose (run.stop): the task goes on to finish
             status, error = self._stopped(run, conversation, progress)
         except Exception as exc:
-            error = error_for(exc)
+            error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
             if _expected(exc):  # the provider layer logged upstream failures, without their text
                 log.info("run %s failed: %s", run.run_id, error["code"])
-            elif not isinstance(exc, LeaseLost):
+            elif not _lost(exc):
                 log.exception("run %s failed unexpectedly", run.run_id)
-            status = "aborted" if isinstance(exc, LeaseLost) else "failed"
+            status = "aborted" if _lost(exc) else "failed"
         run.finishing = True
         try:
             await asyncio.shield(self._finish(run, conversation, progress, status, error))
@@ -301,13 +302,14 @@ class RunService:
         self._landed(run, stored, 0)
 
     def _unstored_ending(self, run: LiveRun, exc: Exception) -> None:
-        """No ending could be stored (the lease was lost, or the database failed): tell this
+        """No ending could be stored (the lease was lost, the conversation perhaps deleted since,
+        or the database failed): tell this
         process's readers; the lease, if still ours, expires and the run is recovered, its
         ending numbered past these (``RECOVERY_GAP``)."""
-        if not isinstance(exc, LeaseLost):
+        if not _lost(exc):
             log.error("run %s: no ending could be stored: %s", run.run_id, exc)
-        error = error_for(exc)
-        status = "aborted" if isinstance(exc, LeaseLost) else "failed"
+        error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
+        status = "aborted" if _lost(exc) else "failed"
         done = done_payload(status, run.persisted, run.version)
         run.publish([make_event(run.seq + 1, ERROR, error), make_event(run.seq + 2, DONE, done)])
 
@@ -321,6 +323,12 @@ def _complete_last_reply(conversation: LLMConversation) -> bool:
         return False
     messages.replace(len(messages) - 1, dataclasses.replace(last, incomplete=False))
     return True
+
+
+def _lost(exc: Exception) -> bool:
+    """The run no longer holds its conversation: another process took it, or ended the run
+    (its process stood still past the lease) and the conversation was deleted since."""
+    return isinstance(exc, LeaseLost | ConversationNotFound)
 
 
 def _natural_status(conversation: LLMConversation) -> str:

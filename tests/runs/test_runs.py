@@ -4,6 +4,7 @@ another process, cancel, shutdown, failures, tools, a lost lease, abandoned runs
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import AsyncIterator, Sequence
 from datetime import timedelta
@@ -274,6 +275,25 @@ async def test_a_run_that_loses_its_lease_stops_without_writing(
     async with services.reader(None) as reader:
         after = await RunRepository(reader.session).events_after(run.run_id, 0)
     assert after == before  # the taken run's log got nothing more
+
+
+async def test_a_run_whose_conversation_was_deleted_meanwhile_stops_as_lease_lost(
+    make_services: MakeServices, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A process that stood still past its lease finds its run ended by another and the
+    conversation deleted since: the run stops as ``lease_lost`` / ``aborted`` (it lost the
+    conversation), not as an internal failure logged as an error."""
+    services = await make_services(PacedAdapter(500, 0.01), run_lease_seconds=0.3)
+    conv_id = await new_conversation(services, "hi")
+    run = await start_run(services, conv_id)
+    await asyncio.sleep(0.15)  # a flush of its first words
+    async with services.repository(None) as repo:
+        await repo.session.execute(CONVERSATIONS.delete().where(CONVERSATIONS.c.id == conv_id))
+    events = await asyncio.wait_for(all_events(run), 3)
+    assert names(events)[-2:] == ["error", "done"]
+    assert body(events[-2])["code"] == "lease_lost"
+    assert body(events[-1])["status"] == "aborted"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
 async def dead_run(services: Services, conv_id: str, run_id: str, *deltas: str) -> None:
