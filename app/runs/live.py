@@ -92,6 +92,7 @@ class RunManager:
     def __init__(self) -> None:
         self._runs: dict[str, LiveRun] = {}
         self._remote: dict[str, asyncio.Event] = {}
+        self._remote_waiters: dict[str, int] = {}
         self._draining = False
         self.exit_requested: Callable[[], bool] = lambda: False
         """Whether the process has been told to stop (the app sets it: the signal's flags),
@@ -138,9 +139,19 @@ class RunManager:
     async def wait_remote(self, run_id: str, seconds: float) -> None:
         """Wait until ``run_id`` has new stored events (as far as we hear), at most ``seconds``."""
         event = self._remote.setdefault(run_id, asyncio.Event())
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(seconds):
-                await event.wait()
+        self._remote_waiters[run_id] = self._remote_waiters.get(run_id, 0) + 1
+        try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(seconds):
+                    await event.wait()
+        finally:
+            # The last waiter forgets the run: without NOTIFY (SQLite) nothing else would, and
+            # every remote run ever followed would stay here for the life of the process.
+            left = self._remote_waiters.pop(run_id) - 1
+            if left:
+                self._remote_waiters[run_id] = left
+            else:
+                self._remote.pop(run_id, None)
 
     def wake_remote(self, run_ids: list[str]) -> None:
         """Stored events arrived for these runs (a NOTIFY from another process)."""

@@ -155,6 +155,21 @@ async def test_a_reader_on_another_process_follows_a_live_run(
     assert deltas(followed) == " ".join(f"w{i}" for i in range(30)) + " "
 
 
+async def test_a_reader_on_another_process_leaves_nothing_behind_once_done(
+    make_services: MakeServices,
+) -> None:
+    """Without NOTIFY (SQLite), nothing wakes the wait of a reader of another process's run:
+    the wait itself forgets the run, or each run ever followed would stay in memory."""
+    owner = await make_services(PacedAdapter(10, 0.01), follow_poll_seconds=0.02)
+    other = await make_services(ScriptedAdapter([]), follow_poll_seconds=0.02)
+    conv_id = await new_conversation(owner, "hi")
+    run = await start_run(owner, conv_id, on_disconnect="continue")
+    followers = [stored_events(other, conv_id, run.run_id) for _ in range(3)]
+    for followed in await asyncio.gather(*followers):
+        assert names(followed)[-1] == "done"
+    assert other.manager._remote == {} and other.manager._remote_waiters == {}
+
+
 async def test_cancel_from_another_process_stops_the_run_and_stores_its_words(
     make_services: MakeServices,
 ) -> None:
