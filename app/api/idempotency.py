@@ -20,6 +20,8 @@ from app.runs.idempotency import IdempotencyService
 
 # Headers a replayed response repeats (the body and status are kept as they were).
 _KEPT_HEADERS = ("content-type", "location", "etag")
+# Characters the ``idempotency_keys.scope`` column holds.
+_SCOPE_LENGTH = 255
 
 IdempotencyKeyHeader = Annotated[
     str | None,
@@ -51,6 +53,15 @@ def _canonical(body: bytes) -> bytes:
         return body
 
 
+def _scope(request: Request) -> str:
+    """The route a key is scoped to: method and path — or the path's digest when it is longer
+    than the column holds (no conversation id is, but a client may send any path)."""
+    scope = f"{request.method} {request.url.path}"
+    if len(scope) <= _SCOPE_LENGTH:
+        return scope
+    return f"{request.method} sha256:{hashlib.sha256(request.url.path.encode()).hexdigest()}"
+
+
 async def _request_hash(request: Request) -> str:
     digest = hashlib.sha256()
     for part in (
@@ -74,7 +85,7 @@ async def idempotent(
     """Serve ``produce()`` once per key; a retry gets the first result."""
     if key is None:
         return await produce()
-    scope = f"{request.method} {request.url.path}"
+    scope = _scope(request)
     replay = await service.begin(scope, key, await _request_hash(request))
     if replay is not None:
         if replay.run_id is not None and replay_run is not None:

@@ -99,6 +99,18 @@ async def test_a_retried_delta_appends_once(client: httpx.AsyncClient) -> None:
     assert (await client.get(f"/conversations/{cid}")).json()["message_count"] == 1
 
 
+async def test_a_key_on_a_path_longer_than_its_scope_column_is_a_plain_404(
+    client: httpx.AsyncClient,
+) -> None:
+    """An id of 300 characters makes the route's scope longer than the key table holds
+    (255): PostgreSQL refused the claim, a 500. Such a path is scoped by its digest."""
+    delta = {"messages": [{"role": "user", "text": "hi"}]}
+    for route in ("deltas", "stream"):
+        response = await client.post(f"/conversations/{'a' * 300}/{route}", json=delta, headers=KEY)
+        assert response.status_code == 404, response.text
+        assert response.json()["code"] == "conversation_not_found"
+
+
 async def test_a_failed_request_frees_its_key(client: httpx.AsyncClient) -> None:
     cid = (await client.post("/conversations", json={})).json()["id"]
     delta = {"messages": [{"role": "user", "text": "hi"}]}
