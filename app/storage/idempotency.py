@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from app.storage.tables import IDEMPOTENCY_KEYS as _T
 
 PENDING, DONE = "pending", "done"
+_CLAIM_ATTEMPTS = 5  # a key freed again each time between INSERT and SELECT: not for long
 
 
 @dataclass(frozen=True)
@@ -71,19 +72,23 @@ class IdempotencyRepository:
             "created_at": now,
             "expires_at": now + ttl,
         }
+        attempts_left = _CLAIM_ATTEMPTS
         while True:
             try:
                 async with self._session.begin_nested():
                     await self._session.execute(insert(_T).values(**row))
+                return None
             except IntegrityError:
                 found = await self.get(ref)
                 if found is not None:
                     return found
                 # Its request failed and freed it between the INSERT and the SELECT (READ
                 # COMMITTED reads what committed since): the key is free, so claim it again —
-                # never serve a request without it.
-                continue
-            return None
+                # never serve a request without it. A refusal that is not a held key would
+                # repeat: it is raised after a few tries.
+                attempts_left -= 1
+                if attempts_left == 0:
+                    raise
 
     async def get(self, ref: KeyRef) -> KeyRecord | None:
         found = (await self._session.execute(select(_T).where(ref.where()))).mappings().first()

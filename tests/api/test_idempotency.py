@@ -10,10 +10,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from datetime import timedelta
+from typing import cast
 
 import httpx
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import IntegrityError
 
 from app.main import create_app
 from app.runs.idempotency import IdempotencyService
@@ -168,6 +170,19 @@ async def test_a_key_freed_while_a_claim_reads_it_is_claimed_again(
     async with database.transaction() as session:
         held = await IdempotencyRepository(session).get(ref)
     assert held is not None and held.state == PENDING
+
+
+async def test_a_claim_refused_for_another_reason_raises_rather_than_retrying(
+    database: Database,
+) -> None:
+    """Claiming again is for a key freed meanwhile: an INSERT refused for something else (here
+    a missing request hash) is raised after a few tries, never retried for good."""
+    ref = KeyRef("anonymous", "POST /conversations/c/deltas", "k")
+    ttl, stale = timedelta(hours=1), timedelta(minutes=1)
+    with pytest.raises(IntegrityError):
+        async with database.transaction() as session:
+            bad_hash = cast(str, None)
+            await IdempotencyRepository(session).claim(ref, bad_hash, utcnow(), ttl, stale)
 
 
 async def test_concurrent_requests_with_one_key_make_one_conversation(
