@@ -64,10 +64,16 @@ class Database:
             self.engine = create_async_engine(self.url, **options)
             _ping_idle_connections(self.engine)
         _count_pool_use(self.engine)
+        # A read session sees one snapshot for all its statements, as a use case that reads a
+        # count then the rows expects: SQLite's read transaction does; PostgreSQL's default
+        # (READ COMMITTED) takes one per statement, so a rewind or delete committed in between
+        # made the rows look missing (a 500 stored_data_error).
         self._read_engine = (
             self.engine.execution_options(**{_SQLITE_BEGIN: "BEGIN"})
             if self.is_sqlite
-            else self.engine
+            else self.engine.execution_options(
+                isolation_level="REPEATABLE READ", postgresql_readonly=True
+            )
         )
         # SQLite has one writer at a time. Writers of this process queue here, in order,
         # instead of in SQLite's busy handler, which sleeps up to 100 ms between tries and
@@ -85,7 +91,8 @@ class Database:
         (``await session.commit()``), else it rolls back when the block ends.
 
         ``readonly=True`` is for sessions that only read: on SQLite they do not queue behind
-        writers. Do not write in one: a read transaction cannot always become a write one.
+        writers, and on both databases every statement sees the same snapshot (PostgreSQL:
+        REPEATABLE READ, READ ONLY). Do not write in one.
         """
         engine = self._read_engine if readonly else self.engine
         lock = None if readonly else self._write_lock

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError, ProgrammingError
 
-from app.domain import MessageList
+from app.domain import MessageList, TextMessage
 from app.settings import Settings
 from app.storage import ConversationRepository, Database, DatabaseUnavailable, is_transient
 from app.storage import database as database_module
@@ -135,6 +135,27 @@ async def test_a_readonly_session_reads_while_a_writer_holds_the_lock(
             )
         assert seen.lease_run_id is None  # the writer has not committed
         await writer.commit()
+
+
+async def test_a_readonly_session_reads_one_snapshot_while_a_rewind_commits(
+    database: Database,
+) -> None:
+    """On PostgreSQL each statement took its own snapshot: a rewind committed between the
+    count and the rows made `GET …/messages` a 500 (`stored_data_error`, rows "missing")."""
+    messages = MessageList([TextMessage(f"m{i}") for i in range(5)])
+    async with database.transaction() as session:
+        record = await ConversationRepository(session, owner="alice").create(messages, {}, {})
+    async with database.session(readonly=True) as reader:
+        repo = ConversationRepository(reader, owner="alice")
+        assert (await repo.get(record.id)).message_count == 5
+        async with database.transaction() as writer:
+            await ConversationRepository(writer, owner="alice").rewind(record.id, 1)
+        assert list(await repo.load_messages(record.id)) == list(messages)
+        assert (await repo.load_page(record.id, 2, 10)) == (list(messages)[2:], 5)
+    async with database.session(readonly=True) as reader:
+        assert (
+            len(await ConversationRepository(reader, owner="alice").load_messages(record.id)) == 1
+        )
 
 
 async def test_a_session_left_with_an_error_rolls_back(database: Database) -> None:
