@@ -157,7 +157,7 @@ def _openai_text(item: Mapping[str, Any], loc: Loc) -> str:
 
 
 def _openai_calls(item: Mapping[str, Any], loc: Loc, calls: _Calls) -> None:
-    text = _openai_text(item, loc)
+    text = calls.text(_openai_text(item, loc), (*loc, "content"))
     for j, entry in enumerate(_items(item["tool_calls"], (*loc, "tool_calls"))):
         here = (*loc, "tool_calls", j)
         function = _field(entry, "function", here, (dict,))

@@ -214,6 +214,11 @@ async def test_import_names_a_text_too_long_by_its_place_in_the_request(
             {"messages": [{"role": "system", "content": long}]},
             ["body", "messages", 0, "content"],
         ),
+        (  # a reply's text before its calls, as the Anthropic shape's text block is checked
+            "openai",
+            {"messages": [{"role": "assistant", "content": long, "tool_calls": [call]}]},
+            ["body", "messages", 0, "content"],
+        ),
     ]
     async with app_client(settings) as client:
         for fmt, body, loc in cases:
