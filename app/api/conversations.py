@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query, Request, Response, status
+from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
 from app.api import convert
@@ -70,6 +70,13 @@ async def list_conversations(
     return ConversationPage(
         items=[convert.conversation_out(v) for v in views], next_cursor=next_cursor
     )
+
+
+@router.api_route("/import", methods=["GET", "DELETE"], include_in_schema=False)
+async def import_is_not_a_conversation() -> None:
+    """`/conversations/import` is a path of its own (POST only, app/api/history.py): a GET or
+    DELETE there is a 405 naming POST, not a 404 for a conversation whose id is "import"."""
+    raise HTTPException(status.HTTP_405_METHOD_NOT_ALLOWED)
 
 
 @router.get("/{conversation_id}", response_model=ConversationOut)
