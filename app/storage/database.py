@@ -32,6 +32,7 @@ DEFAULT_BUSY_TIMEOUT_MS = 5000
 IDLE_PING_SECONDS = 10.0
 """A pooled PostgreSQL connection idle this long is pinged before it is used again."""
 _SQLITE_BEGIN = "parley_sqlite_begin"
+_COUNTED_IN_USE = "parley_counted_in_use"
 
 
 class Database:
@@ -147,9 +148,19 @@ def _ping_idle_connections(engine: AsyncEngine) -> None:
 
 
 def _count_pool_use(engine: AsyncEngine) -> None:
-    """Keep ``parley_db_pool_connections_in_use`` up to date (the pool's own events)."""
-    event.listen(engine.sync_engine, "checkout", lambda *_: metrics.pool_checkout())
-    event.listen(engine.sync_engine, "checkin", lambda *_: metrics.pool_checkin())
+    """Keep ``parley_db_pool_connections_in_use`` up to date (the pool's own events). The pool
+    also "checks in" a connection it failed to open again (the database went away) without
+    having checked it out: only a connection counted out is counted back in."""
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def on_checkout(dbapi_connection: Any, record: Any, proxy: Any) -> None:
+        record.record_info[_COUNTED_IN_USE] = True  # kept when the connection is reopened
+        metrics.pool_checkout()
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def on_checkin(dbapi_connection: Any, record: Any) -> None:
+        if record.record_info.pop(_COUNTED_IN_USE, False):
+            metrics.pool_checkin()
 
 
 def _create_parent_directory(url: URL) -> None:

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import shutil
+from pathlib import Path
 
 import httpx
+import pytest
+from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
+from sqlalchemy import text
 
 from app.settings import Settings
+from app.storage.database import Database
+from app.storage.errors import DatabaseUnavailable
 from tests.api.conftest import app_client
 from tests.api.sse import parse
 
@@ -107,3 +114,25 @@ async def test_a_stream_is_timed_to_its_last_byte(database_url: str) -> None:
         await client.post(f"/conversations/{conv_id}/stream", json=body)
         after = value(await scrape(client), "parley_http_request_duration_seconds_sum", **stream)
     assert after - before >= 5 * 0.040  # five words, each 40 ms after the one before
+
+
+async def test_connections_that_failed_to_open_again_are_not_counted_as_given_back(
+    tmp_path: Path,
+) -> None:
+    """SQLAlchemy "checks in" a pooled connection it could not open again (the database went
+    away): the gauge fell by one at each, and stayed below zero once the database was back."""
+    in_use = "parley_db_pool_connections_in_use"
+    before = REGISTRY.get_sample_value(in_use)
+    database = Database(f"sqlite+aiosqlite:///{tmp_path}/gone/parley.db")
+    try:
+        async with database.session() as session:
+            await session.execute(text("SELECT 1"))
+            await session.invalidate()  # the pool must open this connection again
+        shutil.rmtree(tmp_path / "gone")  # and now it cannot
+        for _ in range(3):
+            with pytest.raises(DatabaseUnavailable):
+                async with database.session() as session:
+                    await session.execute(text("SELECT 1"))
+        assert REGISTRY.get_sample_value(in_use) == before
+    finally:
+        await database.dispose()
