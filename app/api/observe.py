@@ -22,6 +22,10 @@ from app.observability import logs, metrics
 REQUEST_ID_HEADER = "X-Request-ID"
 _VALID_ID = re.compile(r"[A-Za-z0-9._~-]{1,128}")
 UNMATCHED = "<unmatched>"
+OTHER_METHOD = "other"
+_METHODS = frozenset(
+    {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+)
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +46,13 @@ def route_of(scope: Scope) -> str:
     route = scope.get("route")
     path = getattr(route, "path", None)
     return path if isinstance(path, str) else UNMATCHED
+
+
+def method_of(scope: Scope) -> str:
+    """The request's method if it is a standard one, else ``other``: uvicorn's h11 parser
+    lets any token through, and each would make new series."""
+    method: str = scope["method"]
+    return method if method in _METHODS else OTHER_METHOD
 
 
 class RequestObservability:
@@ -76,5 +87,5 @@ class RequestObservability:
             await unexpected_problem()(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
-            metrics.http_request(route_of(scope), scope["method"], status, elapsed)
+            metrics.http_request(route_of(scope), method_of(scope), status, elapsed)
             logs.end_request(token)

@@ -136,3 +136,14 @@ async def test_connections_that_failed_to_open_again_are_not_counted_as_given_ba
         assert REGISTRY.get_sample_value(in_use) == before
     finally:
         await database.dispose()
+
+
+async def test_unknown_methods_share_one_method_label(client: httpx.AsyncClient) -> None:
+    """uvicorn's h11 parser lets any token through as the method: each one made new series."""
+    labels = {"route": "/conversations", "method": "other", "status": "405"}
+    before = value(await scrape(client), "parley_http_requests_total", **labels)
+    for method in ("M1", "M2", "PROPFIND"):
+        assert (await client.request(method, "/conversations")).status_code == 405
+    after = await scrape(client)
+    assert value(after, "parley_http_requests_total", **labels) - before == 3
+    assert not any(("method", m) in labels for _, labels in after for m in ("M1", "M2"))
