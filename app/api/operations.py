@@ -25,8 +25,8 @@ log = logging.getLogger(__name__)
 READINESS_TIMEOUT_SECONDS = 3.0
 _PROBLEM: dict[int | str, dict[str, Any]] = {
     503: {
-        "description": "Not ready: the database does not answer, or its schema is not at the "
-        "revision this version needs (`/problems/not_ready`).",
+        "description": "Not ready: the database does not answer, its schema is not at the "
+        "revision this version needs, or the process is shutting down (`/problems/not_ready`).",
     }
 }
 
@@ -50,7 +50,12 @@ async def healthz() -> Health:
 @router.get("/readyz", response_model=Readiness, responses=_PROBLEM)
 async def readyz(services: ServicesDep) -> Readiness:
     """Readiness: 200 when the database answers and its schema is at the revision this version
-    of Parley needs (the migrations' head); 503 problem+json otherwise, saying which."""
+    of Parley needs (the migrations' head), and the process is not shutting down; 503
+    problem+json otherwise, saying which (`reason`: `database`, `schema`, `shutting_down`)."""
+    if services.manager.shutting_down:  # SIGTERM: out of the rotation while the runs drain
+        raise Unavailable(
+            "shutting down: no new runs here", slug=ErrorCode.NOT_READY, reason="shutting_down"
+        )
     try:
         async with asyncio.timeout(READINESS_TIMEOUT_SECONDS):
             state = await schema_state(services.database)

@@ -75,6 +75,22 @@ async def test_readyz_is_503_one_revision_behind(
     assert (await get(settings, "/healthz")).status_code == 200  # alive all the same
 
 
+async def test_readyz_is_503_while_the_process_drains(settings: Settings) -> None:
+    """After SIGTERM a replica leaves the rotation: a probe on a connection kept alive still
+    reached it during the drain and was told "ready"."""
+    app = create_app(settings)
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+            assert (await client.get("/readyz")).status_code == 200
+            app.state.services.manager.shutting_down = True  # as the SIGTERM watcher does
+            response = await client.get("/readyz")
+            assert (await client.get("/healthz")).status_code == 200  # alive all the same
+    assert response.status_code == 503
+    assert response.json()["reason"] == "shutting_down"
+    assert response.json()["code"] == "not_ready"
+
+
 async def test_readyz_is_503_when_the_database_does_not_answer() -> None:
     """No server at all on that port: no PostgreSQL needed for this one."""
     url = f"postgresql+asyncpg://parley@127.0.0.1:{closed_port()}/parley"
