@@ -4,12 +4,15 @@ Imports the standard library only. The request middleware opens a ``LogContext``
 (``start_request``); the runs layer adds its ids (``bind``); a filter on Parley's handler copies
 them onto every record, uvicorn's included. ``configure_logging`` installs that handler on the
 root logger (once: calling it again replaces it) and routes uvicorn's loggers through it.
+``uvicorn-logging.json`` (uvicorn's ``--log-config``) does the same for a process that never
+builds the app: the parent of ``--workers N``.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Mapping
 from contextvars import ContextVar, Token
@@ -128,6 +131,25 @@ class _ParleyHandler(logging.StreamHandler):  # type: ignore[type-arg]
     """The handler ``configure_logging`` installs; its class marks it for replacement."""
 
 
+def _handler(log_format: str, stream: TextIO | None = None) -> _ParleyHandler:
+    handler = _ParleyHandler(stream or sys.stderr)
+    handler.addFilter(ContextFilter())
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    return handler
+
+
+def handler_from_environment() -> logging.Handler:
+    """The handler ``PARLEY_LOG_FORMAT`` and ``PARLEY_LOG_LEVEL`` describe, for uvicorn's
+    ``--log-config app/observability/uvicorn-logging.json``: under ``--workers N`` uvicorn's
+    parent process logs (start, signals, a worker that died) but never builds the app, so
+    ``configure_logging`` does not reach it. The workers' own lines go through that instead.
+    A bad value is left to the workers, which stop on it with one line."""
+    handler = _handler(os.environ.get("PARLEY_LOG_FORMAT", "text"))
+    level = os.environ.get("PARLEY_LOG_LEVEL", "INFO").upper()
+    handler.setLevel(level if level in logging.getLevelNamesMapping() else logging.INFO)
+    return handler
+
+
 def configure_logging(
     log_format: LogFormat = "text", level: str = "INFO", stream: TextIO | None = None
 ) -> None:
@@ -136,9 +158,7 @@ def configure_logging(
     for old in [h for h in root.handlers if isinstance(h, _ParleyHandler)]:
         root.removeHandler(old)
         old.close()
-    handler = _ParleyHandler(stream or sys.stderr)
-    handler.addFilter(ContextFilter())
-    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    handler = _handler(log_format, stream)
     root.addHandler(handler)
     root.setLevel(level.upper())
     for name in _UVICORN_LOGGERS:

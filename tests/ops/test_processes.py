@@ -19,6 +19,7 @@ from app.settings import load_settings
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
+LOG_CONFIG = "app/observability/uvicorn-logging.json"
 
 
 def clean_env(**settings: str) -> dict[str, str]:
@@ -160,3 +161,37 @@ def test_each_bad_value_is_named_on_one_line(
     assert exited.value.code == 2
     [line] = capsys.readouterr().err.splitlines()
     assert line.startswith("parley: configuration error: ") and named in line
+
+
+def test_with_workers_the_parent_process_logs_json_too(tmp_path: Path) -> None:
+    """Under ``--workers N`` uvicorn's parent process never builds the app, so its lines (start,
+    signals, workers stopped or died) came out as uvicorn's text; the log config that Parley
+    ships puts them in PARLEY_LOG_FORMAT as well."""
+    (tmp_path / "metrics").mkdir()
+    env = clean_env(
+        PARLEY_LOG_FORMAT="json",
+        PARLEY_MIGRATE_ON_START="true",
+        PARLEY_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/parley.db",
+        PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "metrics"),
+    )
+    port = free_port()
+    command = [*uvicorn(port), "--workers", "2", "--log-config", LOG_CONFIG]
+    server = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, "uvicorn did not start"
+            time.sleep(0.05)
+    finally:
+        server.terminate()
+        _, stderr = server.communicate(timeout=30)
+    lines = [json.loads(line) for line in stderr.splitlines()]  # every line is one object
+    messages = [line["message"] for line in lines]
+    assert any(m.startswith("Started parent process") for m in messages)
+    assert any(m.startswith("Stopping parent process") for m in messages)
+    assert sum(m.startswith("Application startup complete") for m in messages) == 2
