@@ -158,13 +158,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
     imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
-    app.add_middleware(RequestObservability)  # outermost: request ids, metrics, the 500
     app.include_router(conversations.router)
     app.include_router(history.router)
     app.include_router(streams.router)
     app.include_router(operations.router)
     app.include_router(providers.router)
     install_browser_support(app, settings)
+    # outermost: request ids, metrics and the 500 for every answer, the Origin check's included
+    app.add_middleware(RequestObservability)
     # last: it documents every route included above
     document_contract(
         app,

@@ -199,8 +199,9 @@ class PlaygroundFiles(StaticFiles):
 def install_browser_support(app: FastAPI, settings: Settings) -> None:
     """Add the Origin check and (when origins are listed) CORS; serve the playground at ``/``.
 
-    Call after the other middleware: CORS ends up outermost, so a listed origin's preflight is
-    answered by it, and the Origin check refuses every other origin before anything runs.
+    Call after the other middleware but the request middleware (request ids, metrics): CORS
+    ends up outermost but for that one, so a listed origin's preflight is answered by it, and
+    the Origin check refuses every other origin before anything else runs.
     """
     origins = [o for o in map(browser_origin, settings.cors_origin_list()) if o is not None]
     app.add_middleware(DocsPolicy)

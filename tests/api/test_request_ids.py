@@ -12,6 +12,7 @@ import pytest
 from app.main import create_app
 from app.observability.logs import configure_logging
 from app.settings import Settings
+from tests.api.conftest import app_client
 
 
 async def test_a_request_id_sent_in_is_echoed(client: httpx.AsyncClient) -> None:
@@ -71,3 +72,24 @@ async def test_an_unexpected_error_is_a_logged_500_problem(settings: Settings) -
     errors = [line for line in logged if line["level"] == "ERROR"]
     assert len(errors) == 1 and errors[0]["request_id"] == "req-500"
     assert "RuntimeError: boom" in errors[0]["exception"]
+
+
+@pytest.mark.parametrize("cors_origins", ["", "https://app.example"])
+async def test_answers_of_the_origin_check_and_cors_carry_the_id_and_are_counted(
+    database_url: str, cors_origins: str
+) -> None:
+    """The Origin check and CORS ran outside the request middleware: their 403s had no
+    X-Request-ID and no ``instance``, and neither they nor preflights reached the metrics."""
+    settings = Settings(database_url=database_url, cors_origins=cors_origins)
+    async with app_client(settings) as client:
+        refused = await client.get(
+            "/conversations", headers={"Origin": "https://evil.example", "X-Request-ID": "r-403"}
+        )
+        preflight = {"Origin": "https://app.example", "Access-Control-Request-Method": "POST"}
+        answered = await client.options("/conversations", headers=preflight)
+        metrics = (await client.get("/metrics")).text
+    assert refused.status_code == 403 and refused.headers["x-request-id"] == "r-403"
+    assert refused.json()["instance"] == "r-403"
+    assert len(answered.headers["x-request-id"]) == 32
+    assert 'parley_http_requests_total{method="GET",route="<unmatched>",status="403"}' in metrics
+    assert 'parley_http_requests_total{method="OPTIONS",route="<unmatched>"' in metrics
