@@ -12,8 +12,11 @@ import logging
 import re
 import time
 import uuid
+from collections.abc import Sequence
+from typing import Any
 
 from starlette.datastructures import MutableHeaders
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import unexpected_problem
@@ -41,11 +44,22 @@ def request_id_of(scope: Scope) -> str:
     return uuid.uuid4().hex
 
 
-def route_of(scope: Scope) -> str:
-    """The matched route's template (bounded label values), or ``<unmatched>``."""
-    route = scope.get("route")
-    path = getattr(route, "path", None)
-    return path if isinstance(path, str) else UNMATCHED
+def route_of(scope: Scope, templates: Sequence[tuple[re.Pattern[str], str]] = ()) -> str:
+    """The matched route's template (bounded label values), else the first of ``templates``
+    whose pattern matches the path (a request answered before routing: by the Origin check,
+    CORS, or as a body too large or not strict JSON), else ``<unmatched>``."""
+    path = getattr(scope.get("route"), "path", None)
+    if isinstance(path, str):
+        return path
+    for pattern, template in templates:
+        if pattern.match(scope["path"]):
+            return template
+    return UNMATCHED
+
+
+def documented_routes(app: Any) -> list[tuple[re.Pattern[str], str]]:
+    """The path templates of the app's OpenAPI document, in the router's order."""
+    return [(compile_path(template)[0], template) for template in app.openapi()["paths"]]
 
 
 def method_of(scope: Scope) -> str:
@@ -61,6 +75,12 @@ class RequestObservability:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._templates: list[tuple[re.Pattern[str], str]] | None = None
+
+    def _route(self, scope: Scope) -> str:
+        if "route" not in scope and self._templates is None:  # made once, when first needed
+            self._templates = documented_routes(scope["app"])
+        return route_of(scope, self._templates or ())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -87,5 +107,5 @@ class RequestObservability:
             await unexpected_problem()(scope, receive, send_with_id)
         finally:
             elapsed = time.perf_counter() - started
-            metrics.http_request(route_of(scope), method_of(scope), status, elapsed)
+            metrics.http_request(self._route(scope), method_of(scope), status, elapsed)
             logs.end_request(token)

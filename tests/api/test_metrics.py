@@ -147,3 +147,28 @@ async def test_unknown_methods_share_one_method_label(client: httpx.AsyncClient)
     after = await scrape(client)
     assert value(after, "parley_http_requests_total", **labels) - before == 3
     assert not any(("method", m) in labels for _, labels in after for m in ("M1", "M2"))
+
+
+async def test_answers_given_before_routing_count_under_their_route(
+    client: httpx.AsyncClient,
+) -> None:
+    """A body too large or not strict JSON is refused before the router runs: those answers
+    were counted under ``<unmatched>``, not under the route they were sent to."""
+    conv_id = (await client.post("/conversations", json={})).json()["id"]
+    deltas = {"route": "/conversations/{conversation_id}/deltas", "method": "POST"}
+    before = await scrape(client)
+    headers = {"content-type": "application/json"}
+    too_large = b'{"messages": [' + b" " * 2_000_000 + b"]}"
+    nul = b'{"messages": [{"role": "user", "text": "\\u0000"}]}'
+    assert (
+        await client.post(f"/conversations/{conv_id}/deltas", content=too_large, headers=headers)
+    ).status_code == 413
+    assert (
+        await client.post(f"/conversations/{conv_id}/deltas", content=nul, headers=headers)
+    ).status_code == 422
+    after = await scrape(client)
+    for status in ("413", "422"):
+        grew = value(after, "parley_http_requests_total", status=status, **deltas) - value(
+            before, "parley_http_requests_total", status=status, **deltas
+        )
+        assert grew == 1, status
