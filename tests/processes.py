@@ -4,11 +4,13 @@ cancel and resume on another process, kill -9, SIGTERM.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -105,3 +107,41 @@ class ServerProcess:
                 self.process.kill()
                 self.process.wait(10)
         self._log.close()
+
+
+class FreezableProxy:
+    """A TCP proxy in front of PostgreSQL that can stop passing bytes without closing anything:
+    a database that stops answering (a network partition, a stalled server)."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.frozen = threading.Event()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self._sockets: list[socket.socket] = []
+        self.port = int(self._server.getsockname()[1])
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self._server.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            self._sockets += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    def _pump(self, source: socket.socket, sink: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := source.recv(65536):
+                while self.frozen.is_set():
+                    time.sleep(0.05)  # hold the bytes: no answer, no error
+                sink.sendall(data)
+        with contextlib.suppress(OSError):
+            sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.frozen.clear()
+        for sock in [self._server, *self._sockets]:
+            sock.close()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -94,9 +94,19 @@ class Services:
             await asyncio.wait(tasks, timeout=self.settings.shutdown_drain_seconds)
 
     async def stop(self) -> None:
-        """Drain, store what waits, close connections."""
+        """Drain, store what waits, close connections. Storing and closing get
+        ``shutdown_drain_seconds`` each: a database that stopped answering does not keep the
+        process from exiting (what it could not store is what a crash would lose)."""
         await self.drain()
-        await self.writer.close()
+        await self._within_drain(self.writer.close(), "store the last events")
         await self.listener.close()
         await close_selector(self.configs.selector)
-        await self.database.dispose()
+        await self._within_drain(self.database.dispose(), "close its connections")
+
+    async def _within_drain(self, step: Awaitable[None], what: str) -> None:
+        seconds = self.settings.shutdown_drain_seconds
+        try:
+            async with asyncio.timeout(seconds):
+                await step
+        except TimeoutError:
+            log.warning("shutting down: the database did not answer in %g s to %s", seconds, what)

@@ -140,8 +140,12 @@ class EventWriter:
         self._closing = True
         self._wake.set()
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # this close was cancelled (a shutdown that bounds it), not the task
             self._task = None
         await self._flush()
 

@@ -12,10 +12,11 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy.engine import make_url
 
 from app.runs.events import RECOVERY_GAP
 from tests.api.sse import Event, events
-from tests.processes import ServerProcess
+from tests.processes import FreezableProxy, ServerProcess
 
 WORDS = " ".join(f"w{i}" for i in range(40))
 Start = Callable[..., ServerProcess]
@@ -223,6 +224,38 @@ async def test_sigterm_ends_every_open_stream_with_done(start_server: Start) -> 
         for conv_id, _, _ in opened:
             state = (await http.get(f"{other.url}/conversations/{conv_id}")).json()
             assert state["status"] == "idle" and state["message_count"] == 2
+
+
+async def test_sigterm_while_the_database_does_not_answer_still_exits(
+    database_url: str, tmp_path: Path
+) -> None:
+    """The storing and closing after the drain waited for the database without a bound: a
+    process told to stop while its database had stopped answering never exited (past
+    uvicorn's graceful-shutdown timeout too), until an orchestrator killed it."""
+    url = make_url(database_url)
+    if url.get_backend_name() != "postgresql":
+        pytest.skip("a database server that stops answering: PostgreSQL")
+    proxy = FreezableProxy(url.port or 5432)
+    proxied = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)
+    server = ServerProcess(
+        proxied, tmp_path / "server.log", offline_delay_ms=50, shutdown_drain_seconds=1
+    ).wait_ready()
+    try:
+        async with httpx.AsyncClient(timeout=20) as http:
+            _, response, stream = await open_stream(http, server.url)
+            await read_deltas(stream, 2)
+            proxy.frozen.set()
+            await asyncio.sleep(0.3)
+            started = time.monotonic()
+            server.terminate()
+            await asyncio.to_thread(server.process.wait, 20)
+            await response.aclose()
+        assert time.monotonic() - started < 10, server.log()
+        assert "did not answer" in server.log()
+    finally:
+        proxy.frozen.clear()
+        server.stop()
+        proxy.close()
 
 
 async def test_cancels_aimed_at_the_end_of_a_run_store_one_announced_reply(
