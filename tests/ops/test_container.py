@@ -69,6 +69,7 @@ def test_uvicorn_uses_uvloop_httptools_proxy_headers_and_outlasts_the_drain() ->
     assert options["--loop"] == "uvloop" and options["--http"] == "httptools"
     assert "--proxy-headers" in command
     assert int(options["--timeout-graceful-shutdown"]) > RUN_DRAIN_SECONDS
+    assert (REPO_ROOT / options["--log-config"]).is_file()  # COPY app ./app: the same path
     env = " ".join(args for keyword, args in final_stage() if keyword == "ENV")
     assert "PARLEY_MIGRATE_ON_START=true" in env and "FORWARDED_ALLOW_IPS=" in env
 
