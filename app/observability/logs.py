@@ -23,6 +23,9 @@ from typing import Any, Literal, TextIO
 LogFormat = Literal["text", "json"]
 
 _UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
+# Loggers whose INFO lines say nothing to an operator: Alembic's plugin set-up, seven lines the
+# first time /readyz reads the schema's revision.
+_QUIET_LOGGERS = ("alembic.runtime.plugins",)
 _CONTEXT_FIELDS = ("request_id", "conversation_id", "run_id")
 # Attributes every LogRecord has; anything else on a record came from ``extra=``.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
@@ -166,3 +169,5 @@ def configure_logging(
         logger.handlers.clear()
         logger.propagate = True
         logger.setLevel(logging.NOTSET)  # PARLEY_LOG_LEVEL, not uvicorn's --log-level, decides
+    for name in _QUIET_LOGGERS:
+        logging.getLogger(name).setLevel(logging.WARNING)

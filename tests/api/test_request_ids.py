@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 
 import httpx
 import pytest
@@ -94,3 +95,15 @@ async def test_answers_of_the_origin_check_and_cors_carry_the_id_and_are_counted
     counted = 'parley_http_requests_total{method="GET",route="/conversations",status="403"}'
     assert counted in metrics
     assert 'parley_http_requests_total{method="OPTIONS",route="/conversations"' in metrics
+
+
+def test_alembic_set_up_lines_are_not_logged_at_info() -> None:
+    """The first /readyz of a process reads the schema's revision through Alembic, which logs
+    seven INFO lines about its plugins: noise for an operator, kept below the log level."""
+    configure_logging("json", "INFO", stream=io.StringIO())
+    try:
+        assert not logging.getLogger("alembic.runtime.plugins").isEnabledFor(logging.INFO)
+        assert logging.getLogger("alembic.runtime.plugins").isEnabledFor(logging.WARNING)
+        assert logging.getLogger("app.runs").isEnabledFor(logging.INFO)
+    finally:
+        configure_logging("text", "WARNING")
