@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from app.domain.errors import MessageListDeserializationError, MessageListSerializationError
 
@@ -35,6 +35,22 @@ class Message:
 
     def to_serializable_dict(self) -> dict[str, Any]:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    @classmethod
+    def from_serializable_dict(cls, data: Mapping[str, Any]) -> Self:
+        """Read one serialized message of this type (seed 001); ``type`` may be absent.
+
+        ``Message.from_serializable_dict`` reads a message of any type, by its ``type``. Raises
+        MessageListDeserializationError naming the bad field, as ``MessageList.from_dict`` does.
+        """
+        if cls is not Message and isinstance(data, Mapping) and "type" not in data:
+            data = {**data, "type": cls.type}
+        message = _read_message(data, "message")
+        if not isinstance(message, cls):
+            raise MessageListDeserializationError(
+                f"message.type: expected {cls.type!r}, not {data.get('type')!r}"
+            )
+        return message
 
 
 @dataclass(frozen=True)
@@ -187,14 +203,14 @@ def message_to_dict(message: Message, index: int) -> dict[str, Any]:
 
 
 class _Reader:
-    """Reads the fields of one serialized message, naming index and field on error."""
+    """Reads the fields of one serialized message, naming where it is and the field on error."""
 
-    def __init__(self, data: Mapping[str, Any], index: int) -> None:
+    def __init__(self, data: Mapping[str, Any], where: str) -> None:
         self.data = data
-        self.index = index
+        self.where = where
 
     def fail(self, field_name: str, problem: str) -> MessageListDeserializationError:
-        return MessageListDeserializationError(f"messages[{self.index}].{field_name}: {problem}")
+        return MessageListDeserializationError(f"{self.where}.{field_name}: {problem}")
 
     def text(self, name: str, *, required: bool = True, non_empty: bool = False) -> str:
         if name not in self.data:
@@ -241,11 +257,14 @@ def _json_type(value: Any) -> str:
 
 def message_from_dict(data: Any, index: int) -> Message:
     """Deserialize one message; raise MessageListDeserializationError naming index and field."""
+    return _read_message(data, f"messages[{index}]")
+
+
+def _read_message(data: Any, where: str) -> Message:
+    """Deserialize one message; errors start with ``where`` (``messages[3]``, ``message``)."""
     if not isinstance(data, Mapping):
-        raise MessageListDeserializationError(
-            f"messages[{index}]: must be an object, not {_json_type(data)}"
-        )
-    r = _Reader(data, index)
+        raise MessageListDeserializationError(f"{where}: must be an object, not {_json_type(data)}")
+    r = _Reader(data, where)
     kind = data.get("type")
     if kind == TextMessage.type:
         return TextMessage(

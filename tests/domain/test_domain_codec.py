@@ -10,7 +10,9 @@ import pytest
 from app.domain import (
     FORMAT_VERSION,
     AgentMessage,
+    Message,
     MessageList,
+    MessageListDeserializationError,
     Role,
     TextMessage,
     ToolCallMessage,
@@ -166,3 +168,31 @@ def test_message_list_reads_like_a_sequence() -> None:
         hash(messages)
     with pytest.raises(TypeError, match="not str"):
         MessageList(["text"])  # type: ignore[list-item]
+
+
+def test_each_message_type_reads_its_serialized_dict_as_seed_001_declares() -> None:
+    data = SEED_EXAMPLE["messages"]
+    assert AgentMessage.from_serializable_dict(data[0]) == AgentMessage(
+        "You are a helpful assistant"
+    )
+    assert TextMessage.from_serializable_dict(data[1]) == TextMessage(
+        "Hello! How can I help you today?", Role.ASSISTANT
+    )
+    call = ToolCallMessage.from_serializable_dict(data[3])
+    assert call.tool_call_id == "call_123" and call.result == "Sunny, 22°C"
+    for message in parley_messages():
+        written = message.to_serializable_dict()
+        assert type(message).from_serializable_dict(written) == message
+        assert Message.from_serializable_dict(written) == message  # dispatches on ``type``
+    assert TextMessage.from_serializable_dict({"text": "t", "role": "user"}) == TextMessage("t")
+
+
+def test_a_message_types_reader_refuses_bad_data_naming_the_field() -> None:
+    with pytest.raises(MessageListDeserializationError, match=r"^message\.role: must be one of"):
+        TextMessage.from_serializable_dict({"type": "TextMessage", "text": "t", "role": "robot"})
+    with pytest.raises(MessageListDeserializationError, match=r"^message\.tool_call_id: is miss"):
+        ToolCallMessage.from_serializable_dict({"tool_name": "f"})
+    with pytest.raises(MessageListDeserializationError, match="expected 'TextMessage', not 'Agen"):
+        TextMessage.from_serializable_dict({"type": "AgentMessage", "text": "s"})
+    with pytest.raises(MessageListDeserializationError, match=r"^message: must be an object"):
+        AgentMessage.from_serializable_dict([])  # type: ignore[arg-type]
