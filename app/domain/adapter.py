@@ -11,6 +11,7 @@ A stream is: for each text block ``ContentBlockStart``, ``ContentBlockDelta``…
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
@@ -43,13 +44,22 @@ class ContentBlockStop:
     kind: ClassVar[Literal["content_block_stop"]] = "content_block_stop"
 
 
+def new_tool_call_id() -> str:
+    """A fresh id for a tool call whose provider gave none."""
+    return f"call_{uuid.uuid4().hex[:24]}"
+
+
 @dataclass(frozen=True)
 class ToolUse:
-    """The model calls a tool; ``params`` are the complete arguments."""
+    """The model calls a tool; ``params`` are the complete arguments.
+
+    ``id`` is the provider's id for the call; seed 004's ``ToolUse { tool_name, params }``
+    has none, so one is made when it is not given.
+    """
 
     tool_name: str
     params: dict[str, Any]
-    id: str
+    id: str = field(default_factory=new_tool_call_id)
     kind: ClassVar[Literal["tool_use"]] = "tool_use"
 
 

@@ -86,6 +86,23 @@ async def test_a_raising_tool_becomes_the_calls_error_sent_back(llm: LLMPromptBu
     assert answer.text == "Error: RuntimeError: cannot: x"
 
 
+async def test_a_tool_use_chunk_without_an_id_as_seed_004_writes_it_gets_one() -> None:
+    reply = [
+        ToolUse(tool_name="add", params={"a": 1, "b": 2}),
+        ToolUse(tool_name="add", params={"a": 3, "b": 4}),
+        MessageStop("tool_use"),
+    ]
+    adapter = ScriptedAdapter([reply, text_reply("3 and 7.")])
+    conversation = conversation_on(adapter, MessageList([TextMessage("add twice")]), tools=())
+    conversation.apply_config_deltas({"tools": [add]})
+    first, second, answer = [m async for m in conversation]
+    assert isinstance(first, ToolCallMessage) and isinstance(second, ToolCallMessage)
+    assert (first.result, second.result) == (3, 7)
+    assert first.tool_call_id.startswith("call_") and first.tool_call_id != second.tool_call_id
+    assert answer == TextMessage("3 and 7.", Role.ASSISTANT)
+    assert MessageList.from_dict(conversation.messages.to_dict()) == conversation.messages
+
+
 async def test_the_error_reaches_the_model_in_its_next_request() -> None:
     adapter = ScriptedAdapter(
         [tool_reply("Trying.", ("explode", {"reason": "y"}, "c1")), text_reply("Sorry.")]
