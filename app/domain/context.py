@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import overload
 
 from app.domain.messages import AgentMessage, Message, TextMessage, ToolCallMessage
 
@@ -44,7 +45,11 @@ def count_message_tokens(message: Message, counter: TokenCounter = approximate_t
 
 @dataclass(frozen=True)
 class ContextWindow:
-    """The messages a run sends, with where they came from and what they cost."""
+    """The messages a run sends, with where they came from and what they cost.
+
+    It reads as the sequence of its messages (seed 002: the context *is* the messages that fit):
+    ``len(window)``, ``window[0]``, ``list(window)``.
+    """
 
     messages: tuple[Message, ...]
     indices: tuple[int, ...]
@@ -54,6 +59,21 @@ class ContextWindow:
     @property
     def total_tokens(self) -> int:
         return sum(self.token_counts)
+
+    def __len__(self) -> int:
+        return len(self.messages)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(self.messages)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Message, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | tuple[Message, ...]:
+        return self.messages[index]
 
 
 def context_within(

@@ -112,6 +112,10 @@ def test_seed002_context_within_token_limit() -> None:
     assert window.dropped == 51 - len(window.indices) > 0
     cost_of_next = window.token_counts[1]
     assert window.total_tokens + cost_of_next > 4000  # nothing more would have fitted
+    # the window reads as the messages that fit
+    assert len(window) == len(window.messages) and list(window) == list(window.messages)
+    assert window[0] == conversation.messages[0] and window[-1] == conversation.messages[-1]
+    assert window[1:] == window.messages[1:]
 
 
 def test_seed002_token_counting() -> None:
