@@ -34,6 +34,16 @@ class ConversationConfig:
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
 
+    def __post_init__(self) -> None:
+        # seed 001 declares ``tools: list[Tool]``: any sequence of tools or functions is kept
+        # as a tuple of Tools, so a function is refused here, not when the model calls it
+        given: Any = self.tools
+        if not isinstance(given, list | tuple):
+            raise ConversationConfigurationError(
+                f"tools must be a list of tools, not {type(given).__name__}"
+            )
+        object.__setattr__(self, "tools", tuple(Tool.from_function(t) for t in given))
+
     def select(self) -> tuple[ModelAdapter, str]:
         """The adapter and model this config runs on."""
         return self.model_selector.select_model(self.preferred_provider, self.preferred_model)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.domain import (
     ConversationConfig,
+    ConversationConfigurationError,
     LLMConversation,
     LLMPromptBuilder,
     Message,
     MessageList,
     Role,
     TextMessage,
+    Tool,
     ToolCallMessage,
 )
 from app.providers import OfflineAdapter
@@ -204,3 +208,17 @@ async def test_req10_5_later_calls_use_the_updated_config() -> None:
     assert (second.options.model, second.options.temperature) == ("script-2", 0.7)
     assert second.options.max_output_tokens == 55
     assert [t.name for t in second.tools] == ["note"] and first.tools == []
+
+
+async def test_a_config_built_as_seed_001_writes_it_takes_a_list_of_tools_or_functions() -> None:
+    tools = [clock, Tool.from_function(note)]
+    config = ConversationConfig(model_selector=selector(OfflineAdapter()), tools=tools)  # type: ignore[arg-type]
+    assert config.tools == (Tool.from_function(clock), Tool.from_function(note))
+    conversation = LLMConversation(MessageList([TextMessage("call clock {}")]), config)
+    call, answer = [m async for m in conversation]
+    assert isinstance(call, ToolCallMessage) and call.result == "12:00"
+    assert answer == TextMessage("12:00", Role.ASSISTANT)
+    with pytest.raises(ConversationConfigurationError, match="a tool must be a function, not int"):
+        ConversationConfig(tools=[3])  # type: ignore[arg-type]
+    with pytest.raises(ConversationConfigurationError, match="tools must be a list of tools"):
+        ConversationConfig(tools=clock)  # type: ignore[arg-type]
