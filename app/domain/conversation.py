@@ -27,7 +27,7 @@ from typing import IO, TYPE_CHECKING, Any
 from app.domain.config import ConversationConfig, validated_config
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
 from app.domain.errors import ConversationConfigurationError, DeltaApplicationError
-from app.domain.files import save_message_list
+from app.domain.files import Source, load_message_list, save_message_list
 from app.domain.formats import to_anthropic_format, to_openai_format
 from app.domain.message_list import MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
@@ -213,6 +213,16 @@ class LLMConversation:
     def to_anthropic_format(self) -> dict[str, Any]:
         """The messages as an Anthropic messages-API ``system`` and ``messages``."""
         return to_anthropic_format(list(self.messages))
+
+    @classmethod
+    def load(cls, source: Source, config: ConversationConfig | None = None) -> LLMConversation:
+        """A conversation holding the MessageList saved in ``source`` (seed 002's load).
+
+        ``source`` is a file name, a Path, a readable stream or the dict; the conversation runs
+        with ``config`` (``builder.load_conversation`` loads with a builder's config). Errors
+        are those of ``builder.load_conversation``.
+        """
+        return cls(load_message_list(source), config)
 
     def save(self, target: str | Path | IO[str] | IO[bytes]) -> None:
         """Write ``messages.to_dict()`` as JSON to a file name, a Path or a stream.

@@ -9,6 +9,8 @@ import pytest
 
 from app.domain import (
     AgentMessage,
+    ConversationConfig,
+    ConversationFileError,
     LLMConversation,
     LLMPromptBuilder,
     MessageList,
@@ -151,3 +153,16 @@ def test_seed002_load_conversation_from_file(tmp_path: Path, llm: LLMPromptBuild
     loaded = llm.load_conversation(str(tmp_path / "conversation.json"))
     assert loaded.messages == chat(3).messages
     assert MessageList.from_dict(loaded.messages.to_dict()) == loaded.messages
+
+
+def test_seed002_load_is_on_the_conversation_too(tmp_path: Path) -> None:
+    saved = chat(3)
+    saved.save(tmp_path / "conversation.json")
+    loaded = LLMConversation.load(str(tmp_path / "conversation.json"))
+    assert loaded.messages == saved.messages and loaded.config.tools == ()
+    config = ConversationConfig(preferred_provider="offline")
+    from_path = LLMConversation.load(tmp_path / "conversation.json", config)
+    assert from_path.messages == saved.messages and from_path.config is config
+    assert LLMConversation.load(saved.messages.to_dict()).messages == saved.messages
+    with pytest.raises(ConversationFileError, match=r"missing\.json"):
+        LLMConversation.load(tmp_path / "missing.json")
