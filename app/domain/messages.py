@@ -199,7 +199,26 @@ def message_to_dict(message: Message, index: int) -> dict[str, Any]:
         raise MessageListSerializationError(
             f"message {index} ({describe(message)}) holds a value that is not JSON: {exc}"
         ) from exc
+    if isinstance(message, ToolCallMessage):  # what is written must read back
+        problem = _unreadable_call(message)
+        if problem:
+            raise MessageListSerializationError(
+                f"message {index} ({describe(message)}) cannot be read back: {problem}"
+            )
     return data
+
+
+def _unreadable_call(call: ToolCallMessage) -> str | None:
+    """Why the reader would refuse this call, or None."""
+    for name in ("tool_name", "tool_call_id"):
+        value = getattr(call, name)
+        if not isinstance(value, str) or not value.strip():
+            return f"its {name} must be a non-empty string"
+    if not isinstance(call.arguments, dict):
+        return "its arguments must be an object"
+    if call.pending and (call.result is not None or call.error is not None):
+        return "a pending call cannot already have a result or an error"
+    return None
 
 
 class _Reader:

@@ -23,6 +23,7 @@ from app.domain.adapter import (
     StreamChunk,
     ToolUse,
     Usage,
+    new_tool_call_id,
 )
 from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
@@ -168,7 +169,7 @@ def _scrubbed(chunk: StreamChunk) -> StreamChunk:
             chunk,
             tool_name=scrub_text(chunk.tool_name),
             params=scrub(chunk.params),
-            id=scrub_text(chunk.id),
+            id=scrub_text(chunk.id) if chunk.id.strip() else new_tool_call_id(),
         )
     return chunk
 
@@ -184,7 +185,12 @@ def _count(value: object) -> int | None:
 def _check_call(call: ToolUse, earlier_ids: set[str], provider: str) -> None:
     """Refuse (``bad_response``) a tool call that could not be answered or stored: an id an
     earlier call of the same reply has (its result would answer both), or arguments holding a
-    number JSON cannot (NaN, infinity: a provider's JSON may, storage's may not)."""
+    number JSON cannot (NaN, infinity: a provider's JSON may, storage's may not), or no tool
+    name (a call stored without one could not be read back)."""
+    if not call.tool_name.strip():
+        raise ProviderError(
+            "bad_response", f"{provider}: a tool call has no tool name", retryable=True
+        )
     if call.id in earlier_ids:
         raise ProviderError(
             "bad_response",

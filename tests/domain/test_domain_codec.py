@@ -13,6 +13,7 @@ from app.domain import (
     Message,
     MessageList,
     MessageListDeserializationError,
+    MessageListSerializationError,
     Role,
     TextMessage,
     ToolCallMessage,
@@ -196,3 +197,20 @@ def test_a_message_types_reader_refuses_bad_data_naming_the_field() -> None:
         TextMessage.from_serializable_dict({"type": "AgentMessage", "text": "s"})
     with pytest.raises(MessageListDeserializationError, match=r"^message: must be an object"):
         AgentMessage.from_serializable_dict([])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("call", "problem"),
+    [
+        (ToolCallMessage("", "c1"), "its tool_name must be a non-empty string"),
+        (ToolCallMessage("f", " "), "its tool_call_id must be a non-empty string"),
+        (ToolCallMessage("f", "c1", pending=True, result=1), "a pending call cannot already"),
+        (ToolCallMessage("f", "c1", pending=True, error="x"), "a pending call cannot already"),
+    ],
+)
+def test_a_call_that_could_not_be_read_back_is_not_written(
+    call: ToolCallMessage, problem: str
+) -> None:
+    messages = MessageList([TextMessage("hi"), call])
+    with pytest.raises(MessageListSerializationError, match=rf"^message 1 \(.*\) .*{problem}"):
+        messages.to_dict()

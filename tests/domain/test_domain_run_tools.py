@@ -18,6 +18,7 @@ from app.domain import (
     MessageAppended,
     MessageList,
     MessageStop,
+    ProviderError,
     Role,
     TextMessage,
     ToolCallMessage,
@@ -100,6 +101,31 @@ async def test_a_tool_use_chunk_without_an_id_as_seed_004_writes_it_gets_one() -
     assert (first.result, second.result) == (3, 7)
     assert first.tool_call_id.startswith("call_") and first.tool_call_id != second.tool_call_id
     assert answer == TextMessage("3 and 7.", Role.ASSISTANT)
+    assert MessageList.from_dict(conversation.messages.to_dict()) == conversation.messages
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+async def test_a_tool_call_without_a_name_is_a_bad_response_and_nothing_is_stored(
+    name: str,
+) -> None:
+    adapter = ScriptedAdapter([[ToolUse(name, {}, "c1"), MessageStop("tool_use")]])
+    conversation = conversation_on(adapter, MessageList([TextMessage("hi")]))
+    with pytest.raises(ProviderError, match="a tool call has no tool name") as caught:
+        _ = [m async for m in conversation]
+    assert caught.value.code == "bad_response" and caught.value.retryable
+    assert list(conversation.messages) == [TextMessage("hi")]
+
+
+@pytest.mark.parametrize("call_id", ["", " "])
+async def test_a_tool_call_with_a_blank_id_gets_one_so_the_history_reads_back(
+    call_id: str,
+) -> None:
+    reply = [ToolUse("add", {"a": 1, "b": 1}, call_id), MessageStop("tool_use")]
+    adapter = ScriptedAdapter([reply, text_reply("2")])
+    conversation = conversation_on(adapter, MessageList([TextMessage("hi")]))
+    conversation.apply_config_deltas({"tools": [add]})
+    call, _ = [m async for m in conversation]
+    assert isinstance(call, ToolCallMessage) and call.tool_call_id.startswith("call_")
     assert MessageList.from_dict(conversation.messages.to_dict()) == conversation.messages
 
 

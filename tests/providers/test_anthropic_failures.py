@@ -11,9 +11,12 @@ import pytest
 
 from app.domain import (
     ContentBlockDelta,
+    MessageList,
     RequestOptions,
     Role,
     TextMessage,
+    Tool,
+    ToolCallMessage,
 )
 from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
 from app.providers.base import RetryPolicy
@@ -168,3 +171,17 @@ async def test_tool_input_that_is_not_json_is_retried(
     chunks, error = await drain(anthropic_adapter.stream_message([TextMessage("x")], [], OPTIONS))
     assert error is None and ContentBlockDelta("Sorry.") in chunks  # retried: nothing yielded
     assert len(server.received) == 2
+
+
+async def test_a_tool_use_block_without_an_id_gets_one_so_the_history_reads_back(
+    server: FakeServer, anthropic_adapter: AnthropicAdapter
+) -> None:
+    call = [wire.an_start(), *wire.an_tool_block(0, "", "ask", "{}"), *wire.an_stop("tool_use")]
+    server.script(Reply(events=call))
+    conv = conversation([anthropic_adapter], [TextMessage("x")], [Tool.client("ask")])
+    _, error = await run(conv)
+    assert error is None
+    pending = conv.messages[-1]
+    assert isinstance(pending, ToolCallMessage) and pending.pending
+    assert pending.tool_call_id.startswith("call_")
+    assert MessageList.from_dict(conv.messages.to_dict()) == conv.messages

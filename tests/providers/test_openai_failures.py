@@ -13,6 +13,7 @@ import pytest
 
 from app.domain import (
     ContentBlockDelta,
+    MessageList,
     MessageStop,
     RequestOptions,
     Role,
@@ -205,3 +206,16 @@ async def test_a_refused_connection_is_upstream_unavailable_not_a_timeout(
         await adapter.aclose()
     assert error is not None and (error.code, error.retryable) == ("upstream_unavailable", True)
     assert "connection failed" in error.detail
+
+
+async def test_a_tool_call_without_a_function_name_is_a_bad_response_not_stored(
+    server: FakeServer, openai_adapter: OpenAIAdapter
+) -> None:
+    events = [wire.oa_call(0, "call_a", None, "{}"), wire.oa_chunk({}, finish="tool_calls")]
+    server.script(Reply(events=[*events, wire.OA_DONE]))
+    conv = conversation([openai_adapter], [TextMessage("x")])
+    _, error = await run(conv)
+    assert error is not None and error.code == "bad_response"
+    assert "a tool call has no tool name" in error.detail
+    assert list(conv.messages) == [TextMessage("x")]
+    assert MessageList.from_dict(conv.messages.to_dict()) == conv.messages
