@@ -236,6 +236,8 @@ class _Reader:
             if required:
                 raise self.fail(name, "is missing")
             return ""
+        if self.data[name] is None and not required:  # an optional field: null is absent
+            return ""
         value = self.data[name]
         if not isinstance(value, str):
             raise self.fail(name, f"must be a string, not {_json_type(value)}")
@@ -244,13 +246,15 @@ class _Reader:
         return value
 
     def flag(self, name: str) -> bool:
-        value = self.data.get(name, False)
+        value = self.data.get(name)
+        if value is None:
+            return False
         if not isinstance(value, bool):
             raise self.fail(name, f"must be true or false, not {_json_type(value)}")
         return value
 
     def role(self, allowed: tuple[Role, ...], default: Role | None = None) -> Role:
-        if "role" not in self.data and default is not None:
+        if self.data.get("role") is None and default is not None:
             return default
         raw = self.data.get("role")
         for role in allowed:
@@ -302,7 +306,9 @@ def _read_message(data: Any, where: str) -> Message:
 
 def _tool_call_from_dict(r: _Reader) -> ToolCallMessage:
     r.role((Role.ASSISTANT,), default=Role.ASSISTANT)
-    arguments = r.data.get("arguments", {})
+    arguments = r.data.get("arguments")
+    if arguments is None:
+        arguments = {}
     if not isinstance(arguments, dict):
         raise r.fail("arguments", f"must be an object, not {_json_type(arguments)}")
     error = r.data.get("error")

@@ -139,6 +139,39 @@ def test_unknown_fields_are_ignored_and_optional_ones_default() -> None:
     ]
 
 
+def test_an_optional_field_written_as_null_reads_as_absent() -> None:
+    # seed 001's run loop stores ``message=response.get("text", "")``, which is None for a
+    # reply of tool calls without text: its documents may hold "message": null
+    document = {
+        "version": "1.0",
+        "messages": [
+            {"type": "AgentMessage", "text": "s", "role": None},
+            {"type": "TextMessage", "text": "t", "role": "assistant", "incomplete": None},
+            {
+                "type": "ToolCallMessage",
+                "message": None,
+                "tool_name": "f",
+                "tool_call_id": "c",
+                "arguments": None,
+                "result": None,
+                "error": None,
+                "role": None,
+                "pending": None,
+            },
+        ],
+    }
+    messages = MessageList.from_dict(document)
+    assert list(messages) == [
+        AgentMessage("s"),
+        TextMessage("t", Role.ASSISTANT),
+        ToolCallMessage("f", "c", {}, message=""),
+    ]
+    for required in ("text", "role"):
+        bad = {"type": "TextMessage", "text": "t", "role": "user", required: None}
+        with pytest.raises(MessageListDeserializationError, match=rf"messages\[0\]\.{required}"):
+            MessageList.from_dict({"version": "1.0", "messages": [bad]})
+
+
 def test_messages_coerce_roles_and_check_text() -> None:
     assert TextMessage("x", "assistant").role is Role.ASSISTANT  # type: ignore[arg-type]
     assert TextMessage("x").role is Role.USER and AgentMessage("s").role is Role.SYSTEM
