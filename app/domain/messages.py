@@ -152,14 +152,24 @@ class ToolCallMessage(Message):
             "message": self.message,
             "tool_name": self.tool_name,
             "tool_call_id": self.tool_call_id,
-            "arguments": self.arguments,
-            "result": self.result,
+            "arguments": json_copy(self.arguments),
+            "result": json_copy(self.result),
             "error": self.error_text,
             "role": Role.ASSISTANT.value,
         }
         if self.pending:
             data["pending"] = True
         return data
+
+
+def json_copy(value: Any) -> Any:
+    """A copy of a JSON value's objects and arrays, so a document and the messages read from or
+    written to it never share a mutable part (changing one does not change the other)."""
+    if isinstance(value, dict):
+        return {k: json_copy(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_copy(v) for v in value]
+    return value
 
 
 def error_text(error: str | BaseException | None) -> str | None:
@@ -195,7 +205,7 @@ def message_to_dict(message: Message, index: int) -> dict[str, Any]:
     try:
         data = message.to_serializable_dict()
         json.dumps(data)
-    except (TypeError, ValueError, AttributeError) as exc:
+    except (TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise MessageListSerializationError(
             f"message {index} ({describe(message)}) holds a value that is not JSON: {exc}"
         ) from exc
@@ -244,6 +254,13 @@ class _Reader:
         if non_empty and not value.strip():
             raise self.fail(name, "must not be empty")
         return value
+
+    def copied(self, name: str, value: Any) -> Any:
+        """``value`` (the field ``name``) copied, so the message shares nothing with the data."""
+        try:
+            return json_copy(value)
+        except RecursionError:
+            raise self.fail(name, "is nested too deeply") from None
 
     def flag(self, name: str) -> bool:
         value = self.data.get(name)
@@ -321,8 +338,8 @@ def _tool_call_from_dict(r: _Reader) -> ToolCallMessage:
     return ToolCallMessage(
         tool_name=r.text("tool_name", non_empty=True),
         tool_call_id=r.text("tool_call_id", non_empty=True),
-        arguments=arguments,
-        result=result,
+        arguments=r.copied("arguments", arguments),
+        result=r.copied("result", result),
         error=error,
         message=r.text("message", required=False),
         pending=pending,

@@ -247,3 +247,30 @@ def test_a_call_that_could_not_be_read_back_is_not_written(
     messages = MessageList([TextMessage("hi"), call])
     with pytest.raises(MessageListSerializationError, match=rf"^message 1 \(.*\) .*{problem}"):
         messages.to_dict()
+
+
+def test_a_document_and_the_messages_read_from_or_written_to_it_share_nothing() -> None:
+    document = json.loads(json.dumps(SEED_EXAMPLE))
+    document["messages"][3]["result"] = {"sky": ["sunny"]}
+    messages = MessageList.from_dict(document)
+    document["messages"][3]["arguments"]["location"] = "Oslo"
+    document["messages"][3]["result"]["sky"].append("rain")
+    call = messages[3]
+    assert isinstance(call, ToolCallMessage)
+    assert call.arguments == {"location": "Paris"} and call.result == {"sky": ["sunny"]}
+    written = messages.to_dict()
+    written["messages"][3]["arguments"]["location"] = "Rome"
+    written["messages"][3]["result"]["sky"].clear()
+    assert call.arguments == {"location": "Paris"} and call.result == {"sky": ["sunny"]}
+    assert messages.to_dict()["messages"][3]["result"] == {"sky": ["sunny"]}
+
+
+def test_data_nested_past_what_python_can_copy_is_refused_naming_the_field() -> None:
+    deep: Any = "x"
+    for _ in range(100_000):
+        deep = [deep]
+    call = {"type": "ToolCallMessage", "tool_name": "f", "tool_call_id": "c", "result": deep}
+    with pytest.raises(MessageListDeserializationError, match=r"messages\[0\]\.result: is nested"):
+        MessageList.from_dict({"version": "1.0", "messages": [call]})
+    with pytest.raises(MessageListSerializationError, match=r"^message 0 "):
+        MessageList([ToolCallMessage("f", "c", result=deep)]).to_dict()
