@@ -204,7 +204,7 @@ def message_to_dict(message: Message, index: int) -> dict[str, Any]:
         )
     try:
         data = message.to_serializable_dict()
-        json.dumps(data)
+        json.dumps(data, allow_nan=False)  # NaN and infinity are not JSON
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise MessageListSerializationError(
             f"message {index} ({describe(message)}) holds a value that is not JSON: {exc}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 import pytest
@@ -274,3 +275,10 @@ def test_data_nested_past_what_python_can_copy_is_refused_naming_the_field() -> 
         MessageList.from_dict({"version": "1.0", "messages": [call]})
     with pytest.raises(MessageListSerializationError, match=r"^message 0 "):
         MessageList([ToolCallMessage("f", "c", result=deep)]).to_dict()
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_a_number_json_cannot_hold_is_refused_naming_the_message(value: float) -> None:
+    messages = MessageList([TextMessage("hi"), ToolCallMessage("f", "c9", {"x": value})])
+    with pytest.raises(MessageListSerializationError, match=r"^message 1 \(ToolCallMessage 'c9'"):
+        messages.to_dict()
