@@ -101,6 +101,10 @@ class RequestOptions:
     max_output_tokens: int | None = None
 
 
+DEFAULT_OPTIONS = RequestOptions()
+"""The options of a request that names none (seed 004's send_message takes messages and tools)."""
+
+
 @dataclass(frozen=True)
 class ModelResponse:
     """A whole (non-streamed) model reply."""
@@ -125,7 +129,7 @@ class ModelAdapter(Protocol):
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
-        options: RequestOptions,
+        options: RequestOptions = DEFAULT_OPTIONS,
     ) -> ModelResponse:
         """Send the messages and return the whole reply."""
         ...
@@ -134,7 +138,7 @@ class ModelAdapter(Protocol):
         self,
         messages: Sequence[Message],
         tools: Sequence[ToolSpec],
-        options: RequestOptions,
+        options: RequestOptions = DEFAULT_OPTIONS,
     ) -> AsyncIterator[StreamChunk]:
         """Send the messages and yield the reply as StreamChunks, ``MessageStop`` last.
 

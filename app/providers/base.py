@@ -30,6 +30,7 @@ from app.domain import (
     ToolSpec,
     collect_response,
 )
+from app.domain.adapter import DEFAULT_OPTIONS
 from app.observability import metrics
 from app.providers.errors import UpstreamError
 from app.providers.sse import SSEEvent, SSEParser
@@ -154,13 +155,19 @@ class RetryingAdapter:
             self._client = None
 
     async def send_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions = DEFAULT_OPTIONS,
     ) -> ModelResponse:
         """The whole reply: the stream below, gathered."""
         return await collect_response(self.stream_message(messages, tools, options))
 
     async def stream_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions = DEFAULT_OPTIONS,
     ) -> AsyncIterator[StreamChunk]:
         """The reply as StreamChunks, retried before its first chunk.
 

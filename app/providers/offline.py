@@ -33,6 +33,7 @@ from app.domain import (
     approximate_tokens,
     collect_response,
 )
+from app.domain.adapter import DEFAULT_OPTIONS
 from app.domain.context import message_text
 from app.domain.unicode import unstorable_json
 
@@ -49,12 +50,18 @@ class OfflineAdapter:
         self.delay = max(delay_ms, 0) / 1000
 
     async def send_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions = DEFAULT_OPTIONS,
     ) -> ModelResponse:
         return await collect_response(self.stream_message(messages, tools, options))
 
     async def stream_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions = DEFAULT_OPTIONS,
     ) -> AsyncIterator[StreamChunk]:
         text, call = _reply(messages)
         words = re.findall(r"\s*\S+", text)

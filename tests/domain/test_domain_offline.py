@@ -126,3 +126,12 @@ async def test_a_pending_call_or_a_new_request_is_not_an_answer() -> None:
     later = await OfflineAdapter().send_message([ask, done, TextMessage("thanks")], [], OPTIONS)
     assert later.text == "thanks"
     assert (await OfflineAdapter().send_message([], [], OPTIONS)).text == ""
+
+
+async def test_send_and_stream_take_messages_and_tools_as_seed_004_declares() -> None:
+    adapter = OfflineAdapter()
+    reply = await adapter.send_message([TextMessage("two words")], [])
+    assert (reply.text, reply.stop_reason) == ("two words", "end_turn")
+    streamed = [c async for c in adapter.stream_message([TextMessage("two words")], [])]
+    assert isinstance(streamed[-1], MessageStop)
+    assert "".join(c.delta for c in streamed if isinstance(c, ContentBlockDelta)) == "two words"

@@ -275,3 +275,15 @@ async def test_thinking_and_pings_are_passed_over(
         ContentBlockDelta("Answer.", 1),
         ContentBlockStop(1),
     ]
+
+
+async def test_send_message_takes_messages_and_tools_as_seed_004_declares(
+    server: FakeServer, anthropic_adapter: AnthropicAdapter
+) -> None:
+    server.script(Reply(events=wire.an_text("Hel", "lo")))
+    reply = await anthropic_adapter.send_message([TextMessage("Say hello")], [])
+    assert (reply.text, reply.stop_reason) == ("Hello", "end_turn")
+    (sent,) = server.received
+    assert sent.body["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}
+    ]

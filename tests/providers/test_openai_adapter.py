@@ -300,3 +300,13 @@ async def test_trailing_assistant_send(server: FakeServer) -> None:
         await adapter.aclose()
     assert error is None and "continue_final_message" not in server.bodies[0]
     assert server.bodies[0]["messages"][-1] == {"role": "assistant", "content": "The answer is"}
+
+
+async def test_send_message_takes_messages_and_tools_as_seed_004_declares(
+    server: FakeServer, openai_adapter: OpenAIAdapter
+) -> None:
+    server.script(Reply(events=wire.oa_text("Hel", "lo")))
+    reply = await openai_adapter.send_message([TextMessage("Say hello")], [])
+    assert (reply.text, reply.stop_reason) == ("Hello", "end_turn")
+    (sent,) = server.received
+    assert sent.body["model"] == "gpt-4o-mini" and "temperature" not in sent.body
