@@ -99,9 +99,12 @@ class MessageList:
     # --- serialization (only here) ------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialize to the "1.0" document: ``{"messages": [...], "version": "1.0"}``."""
+        """Serialize to the "1.0" document: ``{"messages": [...], "version": "1.0"}``.
+
+        The document shares nothing with the messages: changing it leaves them as they are.
+        """
         return {
-            "messages": [message_to_dict(m, i) for i, m in enumerate(self._messages)],
+            "messages": [message_to_dict(m, i, copy=True) for i, m in enumerate(self._messages)],
             "version": FORMAT_VERSION,
         }
 

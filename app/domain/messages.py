@@ -152,8 +152,8 @@ class ToolCallMessage(Message):
             "message": self.message,
             "tool_name": self.tool_name,
             "tool_call_id": self.tool_call_id,
-            "arguments": json_copy(self.arguments),
-            "result": json_copy(self.result),
+            "arguments": self.arguments,
+            "result": self.result,
             "error": self.error_text,
             "role": Role.ASSISTANT.value,
         }
@@ -196,8 +196,11 @@ def describe(message: Message) -> str:
     return type(message).__name__
 
 
-def message_to_dict(message: Message, index: int) -> dict[str, Any]:
-    """Serialize one message; raise MessageListSerializationError naming it when impossible."""
+def message_to_dict(message: Message, index: int, *, copy: bool = False) -> dict[str, Any]:
+    """Serialize one message; raise MessageListSerializationError naming it when impossible.
+
+    ``copy=True`` gives a dict that shares no object or array with the message.
+    """
     if not isinstance(message, TextMessage | AgentMessage | ToolCallMessage):
         raise MessageListSerializationError(
             f"message {index} is a {type(message).__name__}, which cannot be serialized"
@@ -205,6 +208,8 @@ def message_to_dict(message: Message, index: int) -> dict[str, Any]:
     try:
         data = message.to_serializable_dict()
         json.dumps(data, allow_nan=False)  # NaN and infinity are not JSON
+        if copy:
+            data = json_copy(data)
     except (TypeError, ValueError, AttributeError, RecursionError) as exc:
         raise MessageListSerializationError(
             f"message {index} ({describe(message)}) holds a value that is not JSON: {exc}"
@@ -234,9 +239,10 @@ def _unreadable_call(call: ToolCallMessage) -> str | None:
 class _Reader:
     """Reads the fields of one serialized message, naming where it is and the field on error."""
 
-    def __init__(self, data: Mapping[str, Any], where: str) -> None:
+    def __init__(self, data: Mapping[str, Any], where: str, copy: bool) -> None:
         self.data = data
         self.where = where
+        self.copy = copy
 
     def fail(self, field_name: str, problem: str) -> MessageListDeserializationError:
         return MessageListDeserializationError(f"{self.where}.{field_name}: {problem}")
@@ -257,6 +263,8 @@ class _Reader:
 
     def copied(self, name: str, value: Any) -> Any:
         """``value`` (the field ``name``) copied, so the message shares nothing with the data."""
+        if not self.copy:
+            return value
         try:
             return json_copy(value)
         except RecursionError:
@@ -295,16 +303,20 @@ def _json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def message_from_dict(data: Any, index: int) -> Message:
-    """Deserialize one message; raise MessageListDeserializationError naming index and field."""
-    return _read_message(data, f"messages[{index}]")
+def message_from_dict(data: Any, index: int, *, copy: bool = True) -> Message:
+    """Deserialize one message; raise MessageListDeserializationError naming index and field.
+
+    ``copy=False`` lets the message keep the data's objects and arrays: for data parsed just
+    for it, which nothing else holds (storage's rows), the copy would be wasted work.
+    """
+    return _read_message(data, f"messages[{index}]", copy)
 
 
-def _read_message(data: Any, where: str) -> Message:
+def _read_message(data: Any, where: str, copy: bool = True) -> Message:
     """Deserialize one message; errors start with ``where`` (``messages[3]``, ``message``)."""
     if not isinstance(data, Mapping):
         raise MessageListDeserializationError(f"{where}: must be an object, not {_json_type(data)}")
-    r = _Reader(data, where)
+    r = _Reader(data, where, copy)
     kind = data.get("type")
     if kind == TextMessage.type:
         return TextMessage(

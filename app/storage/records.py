@@ -128,7 +128,7 @@ def load_message(conversation_id: str, index: int, data: str) -> Message:
     except ValueError as exc:
         raise StoredDataError(conversation_id, index, f"not JSON ({exc})") from exc
     try:
-        return message_from_dict(parsed, index)
+        return message_from_dict(parsed, index, copy=False)  # parsed for it alone
     except MessageListDeserializationError as exc:
         raise StoredDataError(conversation_id, index, str(exc)) from exc
 
