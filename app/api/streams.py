@@ -85,6 +85,7 @@ def _sse(
     return _EventStream(
         frames(),
         ping=settings.sse_ping_seconds,
+        sep="\n",  # as the events' frames: sse-starlette's default ends its pings in CRLF
         send_timeout=settings.sse_send_timeout_seconds,
         shutdown_grace_period=settings.shutdown_drain_seconds,
         background=BackgroundTask(closed) if on_close is not None else None,

@@ -7,6 +7,8 @@ from typing import Any
 
 import httpx
 
+from app.settings import Settings
+from tests.api.conftest import app_client
 from tests.api.sse import Event, parse
 
 
@@ -201,3 +203,17 @@ async def test_a_budget_without_room_for_the_latest_message_is_context_too_long(
     error = next(e for e in events if e.name == "error")
     assert error.data["code"] == "context_too_long"
     assert events[-1].data["status"] == "failed"
+
+
+async def test_keep_alive_pings_end_their_lines_as_the_events_do(database_url: str) -> None:
+    settings = Settings(database_url=database_url, sse_ping_seconds=0.05, offline_delay_ms=40)
+    async with app_client(settings) as client:
+        conv_id = await create(client)
+        url = f"/conversations/{conv_id}/stream"
+        response = await client.post(
+            url, json={"messages": [{"role": "user", "text": "a b c d e"}]}
+        )
+    body = response.content
+    assert b": ping" in body
+    assert b"\r" not in body and body.endswith(b"\n\n")
+    assert [e.name for e in parse(body.decode())][-1] == "done"
