@@ -15,19 +15,58 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.problems import PROBLEM_JSON
+from app.api.schemas import (
+    ContentBlockData,
+    ContentBlockDeltaData,
+    DoneData,
+    ErrorEventData,
+    MessageData,
+    MessageStopData,
+    RequiresActionData,
+    RunStartedData,
+    ToolUseData,
+)
 from app.runs.events import EVENT_ID_PATTERN, EVENT_NAMES
 
 SSE = "text/event-stream"
+EVENT_DATA: dict[str, type[BaseModel]] = {  # each event's JSON body, by name
+    "run_started": RunStartedData,
+    "content_block_start": ContentBlockData,
+    "content_block_delta": ContentBlockDeltaData,
+    "content_block_stop": ContentBlockData,
+    "tool_use": ToolUseData,
+    "message_stop": MessageStopData,
+    "message": MessageData,
+    "requires_action": RequiresActionData,
+    "error": ErrorEventData,
+    "done": DoneData,
+}
+assert set(EVENT_DATA) == set(EVENT_NAMES)
+
+
+def _sse_event(name: str) -> dict[str, Any]:
+    body = {"$ref": f"#/components/schemas/{EVENT_DATA[name].__name__}"}
+    return {
+        "type": "object",
+        "title": name,
+        "required": ["event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
+            "event": {"const": name},
+            "data": {
+                "type": "string",
+                "contentMediaType": "application/json",
+                "contentSchema": body,
+            },
+        },
+    }
+
+
 SSE_EVENT: dict[str, Any] = {
-    "type": "object",
     "description": "One Server-Sent Event: `id` is `<run id>:<seq>` (send it back as "
-    "`Last-Event-ID` to resume), `event` its name, `data` a JSON object.",
-    "required": ["event", "data"],
-    "properties": {
-        "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
-        "event": {"type": "string", "enum": list(EVENT_NAMES)},
-        "data": {"type": "string", "contentMediaType": "application/json"},
-    },
+    "`Last-Event-ID` to resume), `event` its name, `data` a JSON object whose schema "
+    "(`contentSchema`) depends on the name.",
+    "oneOf": [_sse_event(name) for name in EVENT_NAMES],
 }
 
 BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed route
@@ -230,7 +269,8 @@ def _add_components(document: dict[str, Any]) -> None:
     schemas = components.setdefault("schemas", {})
     for unused in ("HTTPValidationError", "ValidationError"):
         schemas.pop(unused, None)
-    for model in (FieldError, Problem, ValidationProblem):
+    models: list[type[BaseModel]] = [FieldError, Problem, ValidationProblem]
+    for model in [*models, *EVENT_DATA.values()]:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema

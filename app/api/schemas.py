@@ -313,3 +313,92 @@ class RunPage(BaseModel):
 
     items: list[RunOut]
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page.")
+
+
+# --- the bodies of the stream's events (app/runs/events.py builds them) -------------------------
+
+
+class RunStartedData(BaseModel):
+    """`run_started`: the run began; its id, and the conversation as the run found it."""
+
+    run_id: str
+    conversation_id: str
+    message_count: int
+    version: int
+
+
+class ContentBlockData(BaseModel):
+    """`content_block_start` and `content_block_stop`: a block of the model's reply."""
+
+    index: int
+
+
+class ContentBlockDeltaData(BaseModel):
+    """`content_block_delta`: the next piece of a block's text."""
+
+    index: int
+    delta: str
+
+
+class ToolUseData(BaseModel):
+    """`tool_use`: the model calls a tool."""
+
+    tool_call_id: str
+    tool_name: str
+    params: dict[str, JsonValue]
+
+
+class StreamUsage(BaseModel):
+    """Tokens the provider counted for one model reply (null when it counted none)."""
+
+    input_tokens: int | None
+    output_tokens: int | None
+
+
+class MessageStopData(BaseModel):
+    """`message_stop`: the model's reply ended."""
+
+    stop_reason: str
+    usage: StreamUsage
+
+
+class MessageData(BaseModel):
+    """`message`: a message appended to the conversation and already stored, at `index`, in
+    the serialized format; `version` is the conversation's after it."""
+
+    index: int
+    version: int
+    message: dict[str, JsonValue]
+
+
+class PendingToolCall(BaseModel):
+    """A client tool call that waits for its result."""
+
+    tool_call_id: str
+    tool_name: str
+    arguments: dict[str, JsonValue]
+
+
+class RequiresActionData(BaseModel):
+    """`requires_action`: the client tool calls whose results the run waits for."""
+
+    tool_calls: list[PendingToolCall]
+
+
+class ErrorEventData(BaseModel):
+    """`error`: why the run stopped (a stable `code`, as problem+json's), sent before `done`."""
+
+    code: str
+    detail: str
+    retryable: bool
+    retry_after: float | None = Field(
+        None, description="Seconds to wait before retrying, when the provider named them."
+    )
+
+
+class DoneData(BaseModel):
+    """`done`, always last: how the run ended and the conversation after it."""
+
+    status: Literal["completed", "requires_action", "aborted", "failed", "interrupted"]
+    message_count: int
+    version: int

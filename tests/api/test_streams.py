@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 import httpx
+import jsonschema_rs
 
 from app.settings import Settings
 from tests.api.conftest import app_client
@@ -217,3 +218,31 @@ async def test_keep_alive_pings_end_their_lines_as_the_events_do(database_url: s
     assert b": ping" in body
     assert b"\r" not in body and body.endswith(b"\n\n")
     assert [e.name for e in parse(body.decode())][-1] == "done"
+
+
+async def test_every_events_body_matches_the_schema_the_document_gives_its_name(
+    client: httpx.AsyncClient,
+) -> None:
+    document = (await client.get("/openapi.json")).json()
+    route = document["paths"]["/conversations/{conversation_id}/stream"]["post"]
+    variants = route["responses"]["200"]["content"]["text/event-stream"]["itemSchema"]["oneOf"]
+    by_name = {v["properties"]["event"]["const"]: v["properties"]["data"] for v in variants}
+    weather = {"name": "weather", "description": "The weather.", "parameters": {}}
+    conv_id = await create(client, config={"tools": ["add_numbers"], "client_tools": [weather]})
+    say = {"messages": [{"role": "user", "text": "hi there"}]}
+    add = {"messages": [{"role": "user", "text": 'call add_numbers {"numbers": [1, 2]}'}]}
+    ask = {"messages": [{"role": "user", "text": 'call weather {"city": "Oslo"}'}]}
+    events = await stream(client, conv_id, say) + await stream(client, conv_id, add)
+    events += await stream(client, conv_id, ask)
+    call_id = next(e for e in events if e.name == "requires_action").data["tool_calls"][0]
+    answer = {"tool_call_id": call_id["tool_call_id"], "result": {"temp_c": 21}}
+    events += await stream(client, conv_id, {"messages": [{"role": "tool", **answer}]})
+    tight = await create(client, config={"context_max_tokens": 5})
+    events += await stream(client, tight, {"messages": [{"role": "user", "text": "a b " * 50}]})
+    assert {e.name for e in events} == set(by_name)
+    for event in events:
+        schema = {**by_name[event.name]["contentSchema"], "components": document["components"]}
+        jsonschema_rs.validate(schema, event.data)
+        assert set(event.data) <= set(
+            document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]["properties"]
+        )
