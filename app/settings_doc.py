@@ -37,7 +37,8 @@ def default_text(info: FieldInfo) -> str:
         return "unset"
     if isinstance(default, bool):
         return str(default).lower()
-    return str(default) if default != "" else "empty"
+    text = str(default)  # a SecretStr's str is "" when it is empty, its stars otherwise
+    return text if text else "empty"
 
 
 def constraints(info: FieldInfo) -> str:

@@ -23,3 +23,11 @@ def test_every_setting_is_in_the_table_and_the_example() -> None:
 def test_the_example_file_is_all_comments_so_defaults_stay_defaults() -> None:
     lines = [line for line in render()[".env.example"].splitlines() if line]
     assert all(line.startswith("#") for line in lines)
+
+
+def test_every_setting_has_a_default_to_read() -> None:
+    table = [line for line in render()["docs/settings.md"].splitlines() if line.startswith("| `")]
+    assert len(table) == len(Settings.model_fields)
+    for line in table:
+        default = line.split(" | ")[1]
+        assert default.strip("`"), line  # an empty secret reads `empty`, not ``
