@@ -260,6 +260,12 @@ class Settings(BaseSettings):
     def _blank_key_is_none(cls, value: SecretStr | None) -> SecretStr | None:
         return value if value is not None and value.get_secret_value().strip() else None
 
+    @field_validator("default_provider", mode="after")
+    @classmethod
+    def _blank_provider_is_none(cls, value: str | None) -> str | None:
+        # `PARLEY_DEFAULT_PROVIDER=` (.env.example's line uncommented) means unset, as for a key
+        return (value or "").strip() or None
+
     @field_validator("openai_base_url", "anthropic_base_url", mode="after")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:

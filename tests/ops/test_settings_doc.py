@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from app.settings import Settings
 from app.settings_doc import ROOT, render
 
@@ -31,3 +33,15 @@ def test_every_setting_has_a_default_to_read() -> None:
     for line in table:
         default = line.split(" | ")[1]
         assert default.strip("`"), line  # an empty secret reads `empty`, not ``
+
+
+def test_the_example_file_uncommented_as_it_is_gives_the_defaults(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # "uncomment what you change": a line uncommented but not yet changed (an empty value for
+    # what is unset) must not stop the server, nor change anything
+    for line in render()[".env.example"].splitlines():
+        if line.startswith("# PARLEY_") and "=" in line:
+            name, _, value = line.removeprefix("# ").partition("=")
+            monkeypatch.setenv(name, value)
+    assert Settings().model_dump() == Settings.model_construct().model_dump()
