@@ -63,6 +63,7 @@ from app.storage import (
     StoredDataError,
     ToolCallNotPending,
     VersionConflict,
+    driver_said,
 )
 
 PROBLEM_JSON = "application/problem+json"
@@ -321,7 +322,7 @@ def install_problem_handlers(app: FastAPI) -> None:
     async def on_known(request: Request, exc: Exception) -> JSONResponse:
         problem = problem_for(exc)
         if problem.status >= 500:  # the server's trouble, not the caller's: the operator's to see
-            cause = f" ({type(exc.__cause__).__name__}: {exc.__cause__})" if exc.__cause__ else ""
+            cause = f" ({driver_said(exc.__cause__)})" if exc.__cause__ else ""
             log.warning(
                 "%s on %s %s: %s%s", problem.slug, request.method, request.url.path, exc, cause
             )

@@ -35,6 +35,7 @@ from app.storage import (
     RunEnding,
     RunRepository,
     StorageError,
+    driver_said,
     is_transient,
 )
 
@@ -44,7 +45,7 @@ log = logging.getLogger(__name__)
 def _said(exc: BaseException) -> str:
     """A database error for the log: a DatabaseUnavailable with the driver's reason."""
     cause = exc.__cause__ if isinstance(exc, DatabaseUnavailable) else None
-    return f"{exc} ({type(cause).__name__}: {cause})" if cause is not None else str(exc)
+    return f"{exc} ({driver_said(cause)})" if cause is not None else str(exc)
 
 
 EventSpec = tuple[str, Any]

@@ -26,7 +26,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 from app.observability import metrics
 from app.settings import Settings
 from app.storage import sqlite_inline
-from app.storage.errors import DatabaseUnavailable, is_transient
+from app.storage.errors import (
+    DatabaseUnavailable,
+    SchemaNotMigrated,
+    is_transient,
+    names_missing_schema,
+)
 
 DEFAULT_BUSY_TIMEOUT_MS = 5000
 IDLE_PING_SECONDS = 10.0
@@ -106,6 +111,8 @@ class Database:
                 except DBAPIError as exc:
                     if exc.connection_invalidated:  # the connection was lost mid-transaction
                         raise DatabaseUnavailable() from exc
+                    if names_missing_schema(exc):  # not migrated: a 503 saying so, not a 500
+                        raise SchemaNotMigrated() from exc
                     raise
         except Exception as exc:
             if not connected and is_transient(exc):  # no connection: refused, timed out…

@@ -9,6 +9,7 @@ StorageError                      code (ErrorCode)         suggested HTTP status
  ├── StoredDataError              stored_data_error       500  a stored message no longer reads
  ├── VersionConflict              version_mismatch        412  stale expected_version
  ├── DatabaseUnavailable          database_unavailable    503  no connection to the database
+ │    └── SchemaNotMigrated                                     no tables, or an older schema
  └── StorageConflict              conflict                409
       ├── LeaseHeld               conversation_running    another run holds the lease
       ├── LeaseLost               lease_lost              this run no longer holds the lease
@@ -82,8 +83,33 @@ class DatabaseUnavailable(StorageError):
     transaction was not committed (or, lost at its commit, may have been). Worth retrying
     later."""
 
+    def __init__(self, message: str = "the database does not answer; retry later") -> None:
+        super().__init__(message)
+
+
+class SchemaNotMigrated(DatabaseUnavailable):
+    """The database has no Parley tables, or not the columns of the code's revision: nothing
+    can be stored or read until the migrations run. Retrying helps once they have."""
+
     def __init__(self) -> None:
-        super().__init__("the database does not answer; retry later")
+        super().__init__(
+            "the database is not ready: its schema is not this version's (its operator runs "
+            "the migrations: alembic upgrade head); retry later"
+        )
+
+
+# How each database says a table or column the statement names does not exist.
+_UNDEFINED_SQLSTATES = frozenset({"42P01", "42703"})  # PostgreSQL: undefined table, column
+_SQLITE_UNDEFINED = ("no such table", "no such column", "has no column named")
+
+
+def names_missing_schema(exc: DBAPIError) -> bool:
+    """Whether the database refused a statement for a table or column it does not have: a
+    schema behind the code's (or none), not a statement or data to fix."""
+    if getattr(exc.orig, "sqlstate", None) in _UNDEFINED_SQLSTATES:
+        return True
+    text = str(exc.orig)
+    return isinstance(exc, OperationalError) and any(m in text for m in _SQLITE_UNDEFINED)
 
 
 class StorageConflict(StorageError):
@@ -129,6 +155,16 @@ class DuplicateToolCall(StorageConflict):
         )
         self.conversation_id = conversation_id
         self.tool_call_id = tool_call_id
+
+
+def driver_said(exc: BaseException) -> str:
+    """An exception as one line for the log: a SQLAlchemy DBAPIError as its driver's error
+    (its own text adds the statement and its parameters: lines, and stored data), anything
+    else as it is."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"
 
 
 def is_transient(exc: BaseException) -> bool:

@@ -125,6 +125,34 @@ async def test_routes_answer_503_database_unavailable_when_the_database_does_not
     assert not any(r.exc_info for r in caplog.records if r.name.startswith("app.api"))
 
 
+async def test_routes_answer_503_saying_so_on_a_database_that_is_not_migrated(
+    blank_database_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Started without the migrations (no PARLEY_MIGRATE_ON_START, no ``make migrate``): every
+    route that reads or writes is a 503 telling the migrations are missing, not a 500 and a
+    traceback; the log has the driver's one line, without the statement or its values."""
+    body = {"messages": [{"role": "user", "text": "secret words"}]}
+    async with app_client(Settings(database_url=blank_database_url)) as client:
+        responses = [
+            await client.post("/conversations", json={"metadata": {"title": "secret words"}}),
+            await client.get("/conversations"),
+            await client.get("/conversations/" + "a" * 32),
+            await client.post("/conversations/" + "a" * 32 + "/stream", json=body),
+        ]
+    for response in responses:
+        assert response.status_code == 503, response.text
+        assert response.headers["retry-after"] == "2"
+        problem = response.json()
+        assert problem["code"] == "database_unavailable"
+        assert "migrations" in problem["detail"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "app.api.problems"]
+    assert len(lines) == 4
+    for line in lines:
+        assert "\n" not in line and "[SQL" not in line and "secret words" not in line
+        assert "no such table" in line or "does not exist" in line
+    assert not any(r.exc_info for r in caplog.records if r.name.startswith("app.api"))
+
+
 async def test_migrate_on_start_brings_a_blank_database_to_the_head(
     blank_database_url: str,
 ) -> None:

@@ -13,7 +13,14 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from app.domain import MessageList, TextMessage
 from app.settings import Settings
-from app.storage import ConversationRepository, Database, DatabaseUnavailable, is_transient
+from app.storage import (
+    ConversationRepository,
+    Database,
+    DatabaseUnavailable,
+    SchemaNotMigrated,
+    driver_said,
+    is_transient,
+)
 from app.storage import database as database_module
 from tests.storage.storage_support import backend_pid, terminate_backends
 
@@ -214,4 +221,19 @@ async def test_a_connection_lost_mid_transaction_is_database_unavailable(
     # an error that is the caller's (not the connection's) is left as it is
     with pytest.raises(ProgrammingError):
         async with database.session() as session:
-            await session.execute(text("SELECT * FROM no_such_table"))
+            await session.execute(text("SELEC 1"))
+
+
+async def test_a_table_the_database_lacks_is_schema_not_migrated(database: Database) -> None:
+    """A statement on a table (or column) the database does not have: a schema behind the
+    code's, the operator's to migrate — a DatabaseUnavailable (the API's 503), not a driver
+    error (a 500); the driver's words kept as its cause, one line for the log."""
+    for statement in ("SELECT * FROM no_such_table", "SELECT no_such_column FROM conversations"):
+        for readonly in (False, True):
+            with pytest.raises(SchemaNotMigrated) as caught:
+                async with database.session(readonly=readonly) as session:
+                    await session.execute(text(statement))
+            assert isinstance(caught.value, DatabaseUnavailable)
+            said = driver_said(caught.value.__cause__ or caught.value)
+            assert "\n" not in said and "[SQL" not in said
+            assert "no_such" in said
