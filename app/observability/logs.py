@@ -171,3 +171,4 @@ def configure_logging(
         logger.setLevel(logging.NOTSET)  # PARLEY_LOG_LEVEL, not uvicorn's --log-level, decides
     for name in _QUIET_LOGGERS:
         logging.getLogger(name).setLevel(logging.WARNING)
+    logging.captureWarnings(True)  # Python's warnings too, as lines of this format (py.warnings)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import logging
+import subprocess
+import sys
 
 import httpx
 import pytest
@@ -107,3 +109,21 @@ def test_alembic_set_up_lines_are_not_logged_at_info() -> None:
         assert logging.getLogger("app.runs").isEnabledFor(logging.INFO)
     finally:
         configure_logging("text", "WARNING")
+
+
+def test_python_warnings_are_logged_in_the_log_format() -> None:
+    """A library's ``warnings.warn`` is a log line like the others (one JSON object), not
+    Python's own two lines of text on stderr among them. In a process of its own: pytest
+    records warnings itself."""
+    code = (
+        "import warnings\n"
+        "from app.observability.logs import configure_logging\n"
+        "configure_logging('json', 'INFO')\n"
+        'warnings.warn("a library\'s warning", UserWarning, stacklevel=1)\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    [line] = [json.loads(line) for line in done.stderr.splitlines()]
+    assert line["logger"] == "py.warnings" and line["level"] == "WARNING"
+    assert "a library's warning" in line["message"]
