@@ -69,8 +69,10 @@ class ImportIn(BaseModel):
         },
     )
 
-    messages: list[JsonValue]
-    system: JsonValue = Field(None, description="Anthropic only: a string or text blocks.")
+    messages: list[dict[str, JsonValue]]
+    system: str | list[dict[str, JsonValue]] | None = Field(
+        None, description="Anthropic only: a string or text blocks."
+    )
     config: ConfigPatch | None = None
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
 

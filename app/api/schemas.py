@@ -183,8 +183,8 @@ class MessageListDocument(BaseModel):
         },
     )
 
-    messages: list[JsonValue]
-    version: str
+    messages: list[dict[str, JsonValue]]
+    version: Literal["1.0"] = Field(description="The serialized format's version.")
 
 
 class ConversationCreate(BaseModel):

@@ -214,3 +214,24 @@ async def test_config_tools_are_documented_as_the_server_tools_once_each(
     for refused in (["no_such_tool"], [names[0], names[0]]):
         made = await client.post("/conversations", json={"config": {"tools": refused}})
         assert made.status_code == 422, refused
+
+
+LOADED_BY_FORMAT = [
+    ("/conversations", "ConversationCreate", {"messages": {"version": "2.0", "messages": []}}),
+    ("/conversations", "ConversationCreate", {"messages": {"version": "1.0", "messages": [[1]]}}),
+    ("/conversations/import?format=anthropic", "ImportIn", {"messages": ["hi"]}),
+    ("/conversations/import?format=anthropic", "ImportIn", {"messages": [], "system": 5}),
+    ("/conversations/import?format=anthropic", "ImportIn", {"messages": [], "system": ["x"]}),
+]
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize(("path", "schema", "body"), LOADED_BY_FORMAT)
+async def test_what_the_loaders_refuse_for_its_shape_the_document_refuses_too(
+    client: httpx.AsyncClient, path: str, schema: str, body: dict[str, Any]
+) -> None:
+    """The serialized format's `version` is "1.0" and its messages objects; an import's
+    messages are objects and its `system` a string or blocks: schemathesis found schema-valid
+    bodies (`"version": "x"`, `"messages": [[1]]`) refused."""
+    assert not _validator(f"#/components/schemas/{schema}").is_valid(body)
+    assert (await client.post(path, json=body)).status_code == 422
