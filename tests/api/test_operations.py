@@ -7,6 +7,7 @@ import asyncio
 import gc
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -100,29 +101,40 @@ async def test_readyz_is_503_when_the_database_does_not_answer() -> None:
     assert "does not answer" in response.json()["detail"]
 
 
+async def database_unavailable_on_four_routes(
+    database_url: str, caplog: pytest.LogCaptureFixture, text: str = "hi"
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Create, list, read and stream on ``database_url``: each answer's problem (checked to be
+    a 503 ``database_unavailable`` with ``Retry-After``), and the lines logged for them (checked
+    to be warnings without a traceback)."""
+    body = {"messages": [{"role": "user", "text": text}]}
+    async with app_client(Settings(database_url=database_url)) as client:
+        responses = [
+            await client.post("/conversations", json={"metadata": {"title": text}}),
+            await client.get("/conversations"),
+            await client.get("/conversations/" + "a" * 32),
+            await client.post("/conversations/" + "a" * 32 + "/stream", json=body),
+        ]
+    problems = []
+    for response in responses:
+        assert response.status_code == 503, response.text
+        assert response.headers["retry-after"] == "2"
+        problems.append(response.json())
+        assert problems[-1]["code"] == "database_unavailable"
+    assert not any(r.exc_info for r in caplog.records if r.name.startswith("app.api"))
+    return problems, [r.getMessage() for r in caplog.records if r.name == "app.api.problems"]
+
+
 async def test_routes_answer_503_database_unavailable_when_the_database_does_not_answer(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """A clear 503 the client may retry (not a 500 and a traceback a request), the cause in one
     log line for the operator and not in the answer."""
     url = f"postgresql+asyncpg://parley@127.0.0.1:{closed_port()}/parley"
-    body = {"messages": [{"role": "user", "text": "hi"}]}
-    async with app_client(Settings(database_url=url)) as client:
-        responses = [
-            await client.post("/conversations", json={}),
-            await client.get("/conversations"),
-            await client.get("/conversations/" + "a" * 32),
-            await client.post("/conversations/" + "a" * 32 + "/stream", json=body),
-        ]
-    for response in responses:
-        assert response.status_code == 503, response.text
-        assert response.headers["retry-after"] == "2"
-        problem = response.json()
-        assert problem["code"] == "database_unavailable"
+    problems, lines = await database_unavailable_on_four_routes(url, caplog)
+    for problem in problems:
         assert "127.0.0.1" not in problem["detail"] and "Errno" not in problem["detail"]
-    lines = [r for r in caplog.records if r.name == "app.api.problems"]
-    assert len(lines) == 4 and all("ConnectionRefusedError" in r.getMessage() for r in lines)
-    assert not any(r.exc_info for r in caplog.records if r.name.startswith("app.api"))
+    assert len(lines) == 4 and all("ConnectionRefusedError" in line for line in lines)
 
 
 async def test_routes_answer_503_saying_so_on_a_database_that_is_not_migrated(
@@ -131,26 +143,14 @@ async def test_routes_answer_503_saying_so_on_a_database_that_is_not_migrated(
     """Started without the migrations (no PARLEY_MIGRATE_ON_START, no ``make migrate``): every
     route that reads or writes is a 503 telling the migrations are missing, not a 500 and a
     traceback; the log has the driver's one line, without the statement or its values."""
-    body = {"messages": [{"role": "user", "text": "secret words"}]}
-    async with app_client(Settings(database_url=blank_database_url)) as client:
-        responses = [
-            await client.post("/conversations", json={"metadata": {"title": "secret words"}}),
-            await client.get("/conversations"),
-            await client.get("/conversations/" + "a" * 32),
-            await client.post("/conversations/" + "a" * 32 + "/stream", json=body),
-        ]
-    for response in responses:
-        assert response.status_code == 503, response.text
-        assert response.headers["retry-after"] == "2"
-        problem = response.json()
-        assert problem["code"] == "database_unavailable"
-        assert "migrations" in problem["detail"]
-    lines = [r.getMessage() for r in caplog.records if r.name == "app.api.problems"]
+    problems, lines = await database_unavailable_on_four_routes(
+        blank_database_url, caplog, text="secret words"
+    )
+    assert all("migrations" in problem["detail"] for problem in problems)
     assert len(lines) == 4
     for line in lines:
         assert "\n" not in line and "[SQL" not in line and "secret words" not in line
         assert "no such table" in line or "does not exist" in line
-    assert not any(r.exc_info for r in caplog.records if r.name.startswith("app.api"))
 
 
 async def test_migrate_on_start_brings_a_blank_database_to_the_head(
