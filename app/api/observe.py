@@ -58,8 +58,11 @@ def route_of(scope: Scope, templates: Sequence[tuple[re.Pattern[str], str]] = ()
 
 
 def documented_routes(app: Any) -> list[tuple[re.Pattern[str], str]]:
-    """The path templates of the app's OpenAPI document, in the router's order."""
-    return [(compile_path(template)[0], template) for template in app.openapi()["paths"]]
+    """The path templates of the app's OpenAPI document, fewest parameters first: a fixed path
+    wins over a template that would match it too (``/conversations/import`` over
+    ``/conversations/{conversation_id}``), as in the router."""
+    templates = sorted(app.openapi()["paths"], key=lambda template: template.count("{"))
+    return [(compile_path(template)[0], template) for template in templates]
 
 
 def method_of(scope: Scope) -> str:

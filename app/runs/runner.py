@@ -64,6 +64,7 @@ from app.storage import (
     ConversationRecord,
     LeaseLost,
     RunRepository,
+    driver_said,
     new_run_id,
 )
 
@@ -277,7 +278,7 @@ class RunService:
             self._unstored_ending(run, exc)
             return
         except Exception as exc:
-            log.error("run %s: could not store its ending: %s", run.run_id, exc)
+            log.error("run %s: could not store its ending: %s", run.run_id, driver_said(exc))
             await self._fail_bare(run, progress, exc)
             return
         self._landed(run, stored, len(messages))
@@ -307,7 +308,7 @@ class RunService:
         process's readers; the lease, if still ours, expires and the run is recovered, its
         ending numbered past these (``RECOVERY_GAP``)."""
         if not _lost(exc):
-            log.error("run %s: no ending could be stored: %s", run.run_id, exc)
+            log.error("run %s: no ending could be stored: %s", run.run_id, driver_said(exc))
         error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
         status = "aborted" if _lost(exc) else "failed"
         done = done_payload(status, run.persisted, run.version)

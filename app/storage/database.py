@@ -47,7 +47,8 @@ class Database:
     session's transaction starts with ``BEGIN IMMEDIATE``: it takes the write lock up front, so
     concurrent writers (in this process or another) queue on the busy timeout instead of failing
     when a read lock cannot be upgraded. ``session(readonly=True)`` starts with a plain ``BEGIN``
-    instead, which in WAL mode never waits for a writer.
+    instead, which in WAL mode never waits for a writer; on PostgreSQL it is REPEATABLE READ,
+    READ ONLY (one snapshot for all its statements; a write in it fails there).
     """
 
     def __init__(
@@ -60,7 +61,8 @@ class Database:
         """``engine_options`` go to ``create_async_engine`` (e.g. ``pool_size``)."""
         self.url = make_url(url)
         self.is_sqlite = self.url.get_backend_name() == "sqlite"
-        options = dict(engine_options or {})
+        # A statement's values (stored text) stay out of its errors' text, and so of the log.
+        options = {"hide_parameters": True, **(engine_options or {})}
         if self.is_sqlite:
             _create_parent_directory(self.url)
             creator = sqlite_inline.connector(self.url.database or ":memory:", busy_timeout_ms)

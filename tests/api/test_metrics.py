@@ -172,3 +172,13 @@ async def test_answers_given_before_routing_count_under_their_route(
             before, "parley_http_requests_total", status=status, **deltas
         )
         assert grew == 1, status
+    # a fixed path wins over a template that matches it too, as in the router
+    imported = {"route": "/conversations/import", "method": "POST", "status": "422"}
+    assert (
+        await client.post("/conversations/import", content=nul, headers=headers)
+    ).status_code == 422
+    last = await scrape(client)
+    grew = value(last, "parley_http_requests_total", **imported) - value(
+        after, "parley_http_requests_total", **imported
+    )
+    assert grew == 1

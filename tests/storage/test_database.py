@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import OperationalError, ProgrammingError
+from sqlalchemy.exc import DBAPIError, OperationalError, ProgrammingError
 
 from app.domain import MessageList, TextMessage
 from app.settings import Settings
@@ -237,3 +237,14 @@ async def test_a_table_the_database_lacks_is_schema_not_migrated(database: Datab
             said = driver_said(caught.value.__cause__ or caught.value)
             assert "\n" not in said and "[SQL" not in said
             assert "no_such" in said
+
+
+async def test_a_statements_values_stay_out_of_its_errors_text(database: Database) -> None:
+    """What a refused statement carried (stored text) is not in its error's text, which the
+    log prints: SQLAlchemy's ``hide_parameters``."""
+    with pytest.raises(DBAPIError) as caught:
+        async with database.transaction() as session:
+            await session.execute(
+                text("INSERT INTO conversations (id) VALUES (:id)"), {"id": "secret words"}
+            )
+    assert "secret words" not in str(caught.value)
