@@ -219,8 +219,10 @@ class LLMConversation:
         """A conversation holding the MessageList saved in ``source`` (seed 002's load).
 
         ``source`` is a file name, a Path, a readable stream or the dict; the conversation runs
-        with ``config`` (``builder.load_conversation`` loads with a builder's config). Errors
-        are those of ``builder.load_conversation``.
+        with ``config`` (``builder.load_conversation`` loads with a builder's config). Raises
+        ConversationFileError for a file that cannot be read, MessageListDeserializationError
+        for one that is not JSON or a document that does not read (naming the source), and
+        TypeError for a source of another kind.
         """
         return cls(load_message_list(source), config)
 
