@@ -6,9 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.async_api import expect
 
-from tests.browser.conftest import loopback_only
+from tests.browser.test_playground_state import open_page
 
 PARSE = """async (chunks) => {
   const { parseSSE } = await import("/playground/sse.js");
@@ -36,11 +35,7 @@ async def test_every_line_ending_cut_anywhere_gives_the_same_events(
     browser: Any, live_server: Any, newline: str
 ) -> None:
     server = live_server()
-    context = await browser.new_context()
-    await loopback_only(context)
-    page = await context.new_page()
-    await page.goto(server.url + "/")
-    await expect(page.get_by_label("Provider")).to_have_value("offline")
+    context, page, _ = await open_page(browser, server.url + "/")
     text = STREAM.replace("\n", newline)
     cuts = [[text[:i], "", text[i:]] for i in range(1, len(text))]
     results = await page.evaluate(f"cuts => Promise.all(cuts.map({PARSE}))", cuts)
