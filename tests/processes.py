@@ -116,6 +116,7 @@ class FreezableProxy:
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.frozen = threading.Event()
+        self._closed = threading.Event()
         self._server = socket.create_server(("127.0.0.1", 0))
         self._sockets: list[socket.socket] = []
         self.port = int(self._server.getsockname()[1])
@@ -135,13 +136,19 @@ class FreezableProxy:
     def _pump(self, source: socket.socket, sink: socket.socket) -> None:
         with contextlib.suppress(OSError):
             while data := source.recv(65536):
-                while self.frozen.is_set():
+                while self.frozen.is_set() and not self._closed.is_set():
                     time.sleep(0.05)  # hold the bytes: no answer, no error
                 sink.sendall(data)
         with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
 
     def close(self) -> None:
+        """Ends every connection both ways. ``shutdown`` before ``close``: closing a socket
+        that another thread is reading does not end the connection on Linux, and a server
+        connection left open there keeps its transaction, and its locks, for good."""
+        self._closed.set()
         self.frozen.clear()
         for sock in [self._server, *self._sockets]:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
             sock.close()

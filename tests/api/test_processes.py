@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import httpx
 import pytest
 from sqlalchemy.engine import make_url
@@ -256,6 +257,22 @@ async def test_sigterm_while_the_database_does_not_answer_still_exits(
         proxy.frozen.clear()
         server.stop()
         proxy.close()
+    # Closing the proxy ends the server's session too: one left open keeps its transaction's
+    # locks, and every later test's TRUNCATE waits on them.
+    dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+    sessions = await asyncpg.connect(dsn)
+    try:
+        for _ in range(100):
+            left = await sessions.fetchval(
+                "SELECT count(*) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+            if left == 0:
+                break
+            await asyncio.sleep(0.05)
+        assert left == 0
+    finally:
+        await sessions.close()
 
 
 async def test_cancels_aimed_at_the_end_of_a_run_store_one_announced_reply(
