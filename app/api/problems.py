@@ -316,7 +316,11 @@ def install_problem_handlers(app: FastAPI) -> None:
         assert isinstance(exc, StarletteHTTPException)
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
-            headers["Allow"] = ", ".join(allowed_methods(request.app.openapi(), request.url.path))
+            # The document's methods, else (a page, a static file: not in the document) the
+            # route's own, which Starlette put in ``Allow``.
+            methods = allowed_methods(request.app.openapi(), request.url.path)
+            if methods:
+                headers["Allow"] = ", ".join(methods)
         return problem_response(_http_problem(exc), headers)
 
     async def on_known(request: Request, exc: Exception) -> JSONResponse:

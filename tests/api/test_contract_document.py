@@ -100,6 +100,27 @@ async def test_a_405_names_every_allowed_method(
         assert response.json()["code"] == "method_not_allowed"
 
 
+@pytest.mark.parametrize(
+    ("path", "allow"),
+    [
+        ("/", "GET"),
+        ("/docs", "GET"),
+        ("/redoc", "GET"),
+        ("/openapi.json", "GET, HEAD"),
+        ("/playground/app.js", "GET, HEAD"),
+    ],
+)
+async def test_a_405_off_the_document_names_the_methods_of_its_route(
+    client: httpx.AsyncClient, path: str, allow: str
+) -> None:
+    """The pages and files the document does not list keep their route's ``Allow``: an empty
+    one said that nothing may be asked of them (RFC 9110: a 405 lists what is allowed)."""
+    for method in ("OPTIONS", "POST"):
+        response = await client.request(method, path)
+        assert response.status_code == 405, (method, path)
+        assert set(response.headers["allow"].split(", ")) == set(allow.split(", ")), path
+
+
 def _parameter(path: str, method: str, name: str) -> dict[str, Any]:
     parameters = DOCUMENT["paths"][path][method]["parameters"]
     schema: dict[str, Any] = next(p for p in parameters if p["name"] == name)["schema"]
