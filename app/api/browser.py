@@ -1,6 +1,6 @@
 """What a browser needs: the Origin check, CORS, the playground page at ``/``.
 
-May import Starlette, the settings and the problems module. The Origin check is a pure ASGI
+May import Starlette, the settings, the problems and paths modules. The Origin check is a pure ASGI
 middleware, so streamed responses pay nothing for it: a request whose ``Origin`` is neither
 Parley's own (the scheme and host it was made to) nor listed in ``PARLEY_CORS_ORIGINS`` gets a
 403 problem before any route runs. Requests without ``Origin`` (curl, SDKs) pass untouched,
@@ -11,17 +11,19 @@ A refused CORS preflight is a 403 problem too (``ProblemCORS``).
 
 from __future__ import annotations
 
+import html
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import FileResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, Response
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.paths import public_path, route_path
 from app.api.problems import Forbidden, problem_response
 from app.runs.events import ErrorCode
 from app.settings import Settings
@@ -173,7 +175,7 @@ class DocsPolicy:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = DOCS_HEADERS.get(scope["path"]) if scope["type"] == "http" else None
+        headers = DOCS_HEADERS.get(route_path(scope)) if scope["type"] == "http" else None
         if headers is None:
             await self.app(scope, receive, send)
             return
@@ -218,5 +220,10 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
     app.mount("/playground", PlaygroundFiles(directory=STATIC), name="playground")
 
     @app.get("/", include_in_schema=False)
-    async def playground() -> FileResponse:
-        return FileResponse(STATIC / "index.html", headers=PLAYGROUND_HEADERS)
+    async def playground(request: Request) -> Response:
+        root = public_path(request.scope, "")
+        if not root:
+            return FileResponse(STATIC / "index.html", headers=PLAYGROUND_HEADERS)
+        # Under a prefix, the page's links (its module, style sheet, the docs) are under it too.
+        page = (STATIC / "index.html").read_text().replace('="/', f'="{html.escape(root)}/')
+        return HTMLResponse(page, headers=PLAYGROUND_HEADERS)

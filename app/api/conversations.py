@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from app.api import convert
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
+from app.api.paths import public_path
 from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
 from app.runs.conversations import ConversationService
 from app.runs.services import Services
@@ -38,12 +39,15 @@ async def create_conversation(
         request,
         idempotency_key,
         caller.idempotency(),
-        lambda: _create(body, conversations, services),
+        lambda: _create(request, body, conversations, services),
     )
 
 
 async def _create(
-    body: ConversationCreate, conversations: ConversationService, services: Services
+    request: Request,
+    body: ConversationCreate,
+    conversations: ConversationService,
+    services: Services,
 ) -> Response:
     convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
     if body.system_prompt is not None:
@@ -53,7 +57,8 @@ async def _create(
         body.system_prompt, convert.config_patch(body.config), body.metadata, document
     )
     out = convert.conversation_out(view)
-    headers = {"Location": f"/conversations/{out.id}", **convert.etag(out.version)}
+    location = public_path(request.scope, f"/conversations/{out.id}")
+    headers = {"Location": location, **convert.etag(out.version)}
     return JSONResponse(out.model_dump(mode="json"), status_code=201, headers=headers)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Path, Query, status
+from fastapi import APIRouter, Path, Query, Request, status
 from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
@@ -22,6 +22,7 @@ from app.api.history_schemas import (
     OpenAIMessagesOut,
     RewindIn,
 )
+from app.api.paths import public_path
 from app.api.problems import Unprocessable
 from app.api.schemas import (
     MAX_INDEX,
@@ -41,14 +42,16 @@ DEFAULT_PAGE = 100
 MAX_PAGE = 1000
 
 
-def _created(view: ConversationView) -> JSONResponse:
+def _created(request: Request, view: ConversationView) -> JSONResponse:
     out = convert.conversation_out(view)
-    headers = {"Location": f"/conversations/{out.id}", **convert.etag(out.version)}
+    location = public_path(request.scope, f"/conversations/{out.id}")
+    headers = {"Location": location, **convert.etag(out.version)}
     return JSONResponse(out.model_dump(mode="json"), status_code=201, headers=headers)
 
 
 @router.post("/import", status_code=status.HTTP_201_CREATED, response_model=ConversationOut)
 async def import_conversation(
+    request: Request,
     body: ImportIn,
     caller: CallerDep,
     format: Annotated[
@@ -68,19 +71,19 @@ async def import_conversation(
     view = await caller.history().import_document(
         format, document, convert.config_patch(body.config), body.metadata
     )
-    return _created(view)
+    return _created(request, view)
 
 
 @router.post(
     "/{conversation_id}/fork", status_code=status.HTTP_201_CREATED, response_model=ConversationOut
 )
 async def fork_conversation(
-    conversation_id: IdPath, caller: CallerDep, body: ForkIn | None = None
+    request: Request, conversation_id: IdPath, caller: CallerDep, body: ForkIn | None = None
 ) -> JSONResponse:
     """A new conversation with the first `keep` messages (default: all), the same config and
     system prompt, and `metadata.forked_from` = `{"id", "keep"}`."""
     keep = body.keep if body is not None else None
-    return _created(await caller.history().fork(conversation_id, keep))
+    return _created(request, await caller.history().fork(conversation_id, keep))
 
 
 @router.post("/{conversation_id}/rewind", response_model=ConversationOut)

@@ -1,6 +1,6 @@
 """A pure ASGI middleware that refuses request bodies over the size limit with a 413 problem.
 
-May import Starlette and the problems module. Starlette's own limiter answers a too-large
+May import Starlette, the problems and paths modules. Starlette's own limiter answers a too-large
 ``Content-Length`` in plain text; this one answers in problem+json, and raises the 413 for a
 body that grows past the limit while it is read, so the problem handler writes it. It wraps
 ``receive`` only, so streamed responses pay nothing for it.
@@ -11,12 +11,13 @@ from __future__ import annotations
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.paths import route_path
 from app.api.problems import PayloadTooLarge, problem_response
 
 
 class BodySizeLimit:
     """413 for any request whose body is larger than ``max_bytes`` — or, for the paths in
-    ``per_path`` (exact paths), than the limit given there."""
+    ``per_path`` (exact paths of the app, under any root path), than the limit given there."""
 
     def __init__(
         self, app: ASGIApp, max_bytes: int, per_path: dict[str, int] | None = None
@@ -29,7 +30,7 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        limit = self.per_path.get(scope["path"].rstrip("/"), self.max_bytes)
+        limit = self.per_path.get(route_path(scope).rstrip("/"), self.max_bytes)
         too_large = f"the request body is larger than {limit} bytes, this route's limit"
         declared = dict(scope["headers"]).get(b"content-length", b"")
         if declared.isdigit() and int(declared) > limit:

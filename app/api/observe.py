@@ -1,9 +1,10 @@
 """The request middleware: request ids, HTTP metrics, and the 500 for an unexpected error.
 
-May import Starlette, the problems module and app.observability. A pure ASGI middleware, so a
-stream is timed to its last byte and pays nothing per chunk. ``X-Request-ID`` is taken from the
-request when it is 1–128 of ``A-Z a-z 0-9 . _ ~ -`` (else a new one is made), returned on every
-response, set on every log line of the request, and is the ``instance`` of a problem.
+May import Starlette, the problems and paths modules and app.observability. A pure ASGI
+middleware, so a stream is timed to its last byte and pays nothing per chunk. ``X-Request-ID``
+is taken from the request when it is 1–128 of ``A-Z a-z 0-9 . _ ~ -`` (else a new one is made),
+returned on every response, set on every log line of the request, and is the ``instance`` of a
+problem.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.paths import route_path
 from app.api.problems import unexpected_problem
 from app.observability import logs, metrics
 
@@ -52,7 +54,7 @@ def route_of(scope: Scope, templates: Sequence[tuple[re.Pattern[str], str]] = ()
     if isinstance(path, str):
         return path
     for pattern, template in templates:
-        if pattern.match(scope["path"]):
+        if pattern.match(route_path(scope)):
             return template
     return UNMATCHED
 

@@ -1,9 +1,10 @@
 """Errors as ``application/problem+json`` (RFC 9457), raised anywhere, written in one place.
 
-May import FastAPI/Starlette, the domain, storage and runs errors. Every problem has a stable
-``code`` (one of app/runs/events.py's ``ErrorCode``, the same spelling an ``error`` event uses
-for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP ``status`` and a human
-``detail``; some carry extensions (``errors``, ``run_id``, ``pending_tool_call_ids``…).
+May import FastAPI/Starlette, app.api.paths, the domain, storage and runs errors. Every
+problem has a stable ``code`` (one of app/runs/events.py's ``ErrorCode``, the same spelling an
+``error`` event uses for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP
+``status`` and a human ``detail``; some carry extensions (``errors``, ``run_id``,
+``pending_tool_call_ids``…).
 
     ApiProblem
      ├── BadRequest (400)            malformed JSON, bad cursor, If-Match or Last-Event-ID
@@ -35,6 +36,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
+from app.api.paths import route_path
 from app.domain import ConversationError
 from app.observability.logs import current_request_id
 from app.runs.errors import (
@@ -318,7 +320,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             # The document's methods, else (a page, a static file: not in the document) the
             # route's own, which Starlette put in ``Allow``.
-            methods = allowed_methods(request.app.openapi(), request.url.path)
+            methods = allowed_methods(request.app.openapi(), route_path(request.scope))
             if methods:
                 headers["Allow"] = ", ".join(methods)
         return problem_response(_http_problem(exc), headers)

@@ -12,6 +12,8 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
+from starlette.responses import PlainTextResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.main import create_app
 from app.settings import Settings
@@ -45,14 +47,34 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class LiveServer:
-    """uvicorn serving the app on a free loopback port, in a thread of its own."""
+class PrefixProxy:
+    """What the app sees behind a proxy that serves it under ``prefix`` and strips it, with
+    ``uvicorn --root-path <prefix>``: ASGI's ``path`` is the full one and ``root_path`` the
+    prefix (uvicorn puts the root path back in front of the path it was sent). A path outside
+    the prefix is the proxy's 404."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, prefix: str) -> None:
+        self.app, self.prefix = app, prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if not scope["path"].startswith(self.prefix + "/"):
+                await PlainTextResponse("not behind the proxy", 404)(scope, receive, send)
+                return
+            scope = {**scope, "root_path": self.prefix}
+        await self.app(scope, receive, send)
+
+
+class LiveServer:
+    """uvicorn serving the app on a free loopback port, in a thread of its own; under
+    ``prefix`` as a proxy would serve it (``PrefixProxy``) when one is given."""
+
+    def __init__(self, settings: Settings, prefix: str = "") -> None:
         self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"http://127.0.0.1:{self.port}{prefix}"
+        app: ASGIApp = create_app(settings)
         config = uvicorn.Config(
-            create_app(settings),
+            PrefixProxy(app, prefix) if prefix else app,
             host="127.0.0.1",
             port=self.port,
             log_level="warning",
@@ -79,9 +101,9 @@ def live_server(database_url: str) -> Iterator[Callable[..., LiveServer]]:
     """Start a real uvicorn with the given settings overrides (the test database)."""
     started: list[LiveServer] = []
 
-    def start(**overrides: Any) -> LiveServer:
+    def start(prefix: str = "", **overrides: Any) -> LiveServer:
         settings = Settings(database_url=database_url, sse_ping_seconds=0, **overrides)
-        server = LiveServer(settings).__enter__()
+        server = LiveServer(settings, prefix).__enter__()
         started.append(server)
         return server
 

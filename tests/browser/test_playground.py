@@ -85,6 +85,26 @@ async def test_send_stop_and_continue_in_the_playground(
     await context.close()
 
 
+async def test_the_playground_works_under_a_path_prefix(browser: Any, live_server: Any) -> None:
+    """Served at /parley by a proxy (``uvicorn --root-path /parley``): the page loads its
+    modules and calls the API under the prefix, streams, stops and continues; the docs link
+    stays under it too."""
+    server = live_server(prefix="/parley", offline_delay_ms=DELAY_MS)
+    context = await browser.new_context()
+    blocked = await loopback_only(context)
+    page = await context.new_page()
+    missing: list[str] = []
+    page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
+    await page.goto(server.url + "/")
+    await expect(page.get_by_label("Provider")).to_have_value("offline")
+    async with await api(server.url, None) as http:
+        await stop_mid_stream_then_continue(page, http)
+    docs = await page.get_by_role("link", name="API docs").get_attribute("href")
+    assert docs == "/parley/docs"
+    assert missing == [] and blocked == []
+    await context.close()
+
+
 async def test_the_playground_asks_for_a_key_when_one_is_required(
     browser: Any, live_server: Any
 ) -> None:

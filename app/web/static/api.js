@@ -3,6 +3,9 @@
 import { parseSSE } from "./sse.js";
 
 const KEY = "parley.apiKey";
+// Where Parley is served: "" at the host's root, "/parley" under a prefix (uvicorn --root-path
+// behind a proxy). This module is served at <root>/playground/api.js.
+const ROOT = new URL("..", import.meta.url).pathname.replace(/\/$/, "");
 
 export class AuthRequired extends Error {}
 
@@ -49,13 +52,13 @@ export function conversationPath(id, rest = "") {
 export async function request(method, path, body) {
   const init = { method, headers: headers(body === undefined ? {} : { "Content-Type": "application/json" }) };
   if (body !== undefined) init.body = JSON.stringify(body);
-  const response = await check(await fetch(path, init));
+  const response = await check(await fetch(ROOT + path, init));
   return response.status === 204 ? null : response.json();
 }
 
 // The body as the server wrote it (an export must keep the numbers JSON.parse would round).
 export async function requestText(path) {
-  const response = await check(await fetch(path, { headers: headers() }));
+  const response = await check(await fetch(ROOT + path, { headers: headers() }));
   return response.text();
 }
 
@@ -69,7 +72,7 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 // detaches this reader. Resolves with the `done` payload, or null if the stream ended without one.
 export async function streamRun(conversationId, bundle, onEvent,
   { retries = 10, signal, lastEventId = null } = {}) {
-  const url = conversationPath(conversationId, "/stream?on_disconnect=continue");
+  const url = ROOT + conversationPath(conversationId, "/stream?on_disconnect=continue");
   let lastId = lastEventId;
   const follow = () => ({ method: "GET", signal,
     headers: headers({ Accept: "text/event-stream", "Last-Event-ID": lastId }) });
