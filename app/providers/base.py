@@ -22,17 +22,22 @@ import httpx2
 import jiter
 
 from app.domain import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
     Message,
+    MessageStop,
     ModelResponse,
     ProviderError,
     RequestOptions,
     StreamChunk,
     ToolSpec,
+    ToolUse,
     collect_response,
 )
 from app.domain.adapter import DEFAULT_OPTIONS
 from app.observability import metrics
-from app.providers.errors import UpstreamError
+from app.providers.errors import UpstreamError, bad_response
 from app.providers.sse import SSEEvent, SSEParser
 
 log = logging.getLogger(__name__)
@@ -288,8 +293,43 @@ class SSEAdapter(RetryingAdapter):
                 translator = self._translator()
                 async for data in response.aiter_bytes():
                     for event in parser.feed(data):
-                        for chunk in translator.feed(event):
-                            yield chunk
-                yield translator.finish()
+                        try:
+                            chunks = translator.feed(event)
+                        except _SHAPE_ERRORS as exc:
+                            raise self._unexpected(f"a {event.event} event", exc) from exc
+                        for chunk in chunks:
+                            yield self._typed(chunk)
+                try:
+                    last = translator.finish()
+                except _SHAPE_ERRORS as exc:
+                    raise self._unexpected("the stream's end", exc) from exc
+                yield self._typed(last)
         except errors as exc:
             raise self._error(exc) from exc
+
+    def _unexpected(self, where: str, exc: Exception) -> ProviderError:
+        """An event whose JSON is not shaped as the provider's (a string where an object
+        goes, a list as an index): the provider's reply cannot be read, not a bug of ours."""
+        return bad_response(self.name, f"{where} of an unexpected shape ({exc})")
+
+    def _typed(self, chunk: StreamChunk) -> StreamChunk:
+        """The chunk, if its fields hold what the domain's chunk declares (a provider's JSON
+        may put a number where text goes); a ``bad_response`` if they do not."""
+        if isinstance(chunk, ContentBlockDelta):
+            ok = isinstance(chunk.delta, str) and isinstance(chunk.index, int)
+        elif isinstance(chunk, ContentBlockStart | ContentBlockStop):
+            ok = isinstance(chunk.index, int)
+        elif isinstance(chunk, ToolUse):
+            ok = isinstance(chunk.tool_name, str) and isinstance(chunk.id, str)
+            ok = ok and isinstance(chunk.params, dict)
+        elif isinstance(chunk, MessageStop):
+            ok = isinstance(chunk.stop_reason, str)
+        else:
+            ok = True
+        if not ok:
+            raise bad_response(self.name, f"a {chunk.kind} whose values are not of their types")
+        return chunk
+
+
+_SHAPE_ERRORS = (AttributeError, TypeError, KeyError, IndexError)
+"""What translating an event of an unexpected shape raises (``"delta": "x"`` → ``.get``)."""

@@ -205,3 +205,74 @@ async def test_both_sdk_transports_stream_the_same_chunks(
     finally:
         await adapter.aclose()
     assert error is None and chunks == OA_TOOLS_CHUNKS
+
+
+def _misshapen(frame: str, old: str, new: str) -> str:
+    return frame.replace(old, new)
+
+
+OA_MISSHAPEN = {
+    "delta a string": ['data: {"choices": [{"index": 0, "delta": "oops"}]}\n\n'],
+    "usage a list": ['data: {"choices": [], "usage": [1, 2]}\n\n'],
+    "text a number": [wire.oa_chunk({"content": 5})],
+    "tool name a list": [_misshapen(wire.oa_call(0, "c1", "f", "{}"), '"f"', '["f"]')],
+    "tool id a number": [
+        _misshapen(wire.oa_call(0, "c1", "f", "{}"), '"c1"', "1"),
+        wire.oa_chunk({}, finish="tool_calls"),
+    ],
+    "finish reason a number": [wire.oa_chunk({}, finish=5)],  # type: ignore[arg-type]
+}
+AN_MISSHAPEN = {
+    "block a string": [
+        wire.an_start(),
+        'event: content_block_start\ndata: {"type": "content_block_start", "index": 0, '
+        '"content_block": "text"}\n\n',
+    ],
+    "index a list": [
+        wire.an_start(),
+        _misshapen(wire.an_text_block(0, "a")[0], '"index": 0', '"index": [0]'),
+    ],
+    "text a number": [
+        wire.an_start(),
+        wire.an_text_block(0)[0],
+        _misshapen(wire.an_text_block(0, "a")[1], '"a"', "5"),
+    ],
+    "tool name a number": [
+        wire.an_start(),
+        *(_misshapen(f, '"f"', "7") for f in wire.an_tool_block(0, "toolu_1", "f", "{}")),
+        *wire.an_stop("tool_use"),
+    ],
+    "stop reason an object": [
+        wire.an_start(),
+        *wire.an_text_block(0, "a"),
+        *(_misshapen(f, '"end_turn"', '{"x": 1}') for f in wire.an_stop()),
+    ],
+}
+
+
+@pytest.mark.parametrize("frames", OA_MISSHAPEN.values(), ids=OA_MISSHAPEN.keys())
+async def test_openai_events_of_unexpected_shapes_are_bad_responses(
+    server: FakeServer, openai_adapter: OpenAIAdapter, frames: list[str]
+) -> None:
+    """JSON that is not shaped as a chunk (a string for the delta, a number for the text) is
+    the provider's unreadable reply, retried before the first chunk — not a crash of ours."""
+    server.script(*(Reply(events=frames) for _ in range(3)))
+    chunks, error = await drain(
+        openai_adapter.stream_message([TextMessage("x")], [], RequestOptions())
+    )
+    assert error is not None and (error.code, error.retryable) == ("bad_response", True)
+    assert all(isinstance(c, ContentBlockStart | ContentBlockDelta) for c in chunks)
+    assert len(server.received) == (1 if chunks else 3)
+
+
+@pytest.mark.parametrize("frames", AN_MISSHAPEN.values(), ids=AN_MISSHAPEN.keys())
+async def test_anthropic_events_of_unexpected_shapes_are_bad_responses(
+    server: FakeServer, anthropic_adapter: AnthropicAdapter, frames: list[str]
+) -> None:
+    server.script(*(Reply(events=frames) for _ in range(3)))
+    chunks, error = await drain(
+        anthropic_adapter.stream_message([TextMessage("x")], [], RequestOptions())
+    )
+    assert error is not None and (error.code, error.retryable) == ("bad_response", True)
+    assert all(isinstance(c.delta, str) for c in chunks if isinstance(c, ContentBlockDelta))
+    assert len(server.received) == (1 if chunks else 3)
