@@ -31,7 +31,7 @@ class SSEParser:
     __slots__ = ("_buffer", "_cr_pending", "_data", "_event", "_last_id", "_retry")
 
     def __init__(self) -> None:
-        self._buffer = b""
+        self._buffer: list[bytes] = []  # the pieces of an unfinished line
         self._cr_pending = False  # the last feed ended in CR: a leading LF belongs to it
         self._data: list[str] = []
         self._event = ""
@@ -45,12 +45,18 @@ class SSEParser:
         if not chunk:
             return []
         self._cr_pending = chunk[-1:] == b"\r"
+        if b"\n" not in chunk and b"\r" not in chunk:
+            # a line still coming: kept in pieces and joined once, when it ends (joining at
+            # every piece would copy a long line once per piece: quadratic in its length)
+            self._buffer.append(chunk)
+            return []
         if self._buffer:
-            chunk = self._buffer + chunk
-            self._buffer = b""
+            self._buffer.append(chunk)
+            chunk = b"".join(self._buffer)
+            self._buffer = []
         lines = chunk.splitlines(keepends=True)
         if not lines[-1].endswith(_TERMINATORS):
-            self._buffer = lines.pop()
+            self._buffer = [lines.pop()]
         events: list[SSEEvent] = []
         for raw in lines:
             event = self._line(raw.rstrip(b"\r\n"))

@@ -86,6 +86,27 @@ def test_a_line_split_across_many_feeds_is_joined() -> None:
     assert parse(*pieces) == [SSEEvent("message", "x" * 5000)]
 
 
+class _Piece(bytes):
+    """A piece of a body that counts the bytes copied when it is appended to what came before
+    (``before + piece`` calls its ``__radd__``, a subclass's reflected method winning)."""
+
+    copied = 0
+
+    def __radd__(self, before: bytes) -> bytes:
+        _Piece.copied += len(before)
+        return bytes(before) + bytes(self)
+
+
+def test_a_long_line_in_many_pieces_is_joined_once_not_at_every_piece() -> None:
+    # A provider's 1 MB event read 1 KB at a time: joining the line so far to every piece
+    # copied it a thousand times (half a gigabyte; 20 MB took a minute and a half).
+    payload = b"data: " + b"x" * 1_000_000 + b"\n\n"
+    pieces = [_Piece(payload[i : i + 1024]) for i in range(0, len(payload), 1024)]
+    _Piece.copied = 0
+    assert parse(*pieces) == [SSEEvent("message", "x" * 1_000_000)]
+    assert _Piece.copied <= len(payload)
+
+
 _line = st.text(
     alphabet=st.characters(blacklist_categories=["Cs"], blacklist_characters="\r\n"),
     max_size=12,
