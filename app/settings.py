@@ -271,9 +271,15 @@ class Settings(BaseSettings):
     def _http_url(cls, value: str | None) -> str | None:
         if value is None or not value.strip():
             return None
-        if not value.strip().lower().startswith(("http://", "https://")):
+        url = value.strip()
+        if not url.lower().startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
-        return value.strip()
+        if not _names_a_host(url):
+            raise ValueError(
+                "must name a host, and a port from 0 to 65535 if any, without spaces: "
+                "http://host[:port][/path]"
+            )
+        return url
 
     @field_validator("cors_origins", mode="after")
     @classmethod
@@ -291,6 +297,17 @@ class Settings(BaseSettings):
     def cors_origin_list(self) -> list[str]:
         """The allowed origins of ``cors_origins``, without blanks or trailing slashes."""
         return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
+
+
+def _names_a_host(url: str) -> bool:
+    """Whether ``url`` has a host the SDKs' HTTP client can connect to (``http://`` alone, a
+    space, ``[::1`` or port 99999 fail only at the first request, or at start with a traceback)."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        return False
+    return bool(parts.hostname) and url.isprintable() and " " not in url
 
 
 def _is_origin(text: str) -> bool:

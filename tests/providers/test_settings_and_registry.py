@@ -85,6 +85,24 @@ def test_base_url_must_be_http() -> None:
         Settings(openai_base_url="file:///etc/passwd")
 
 
+@pytest.mark.parametrize(
+    "url", ["http://", "https:///v1", "http://exa mple.com/v1", "http://[::1/v1", "http://h:99999"]
+)
+def test_base_url_must_name_a_host(url: str) -> None:
+    # each was taken, and failed at the first request (or at start, with a traceback)
+    with pytest.raises(ValueError, match="must name a host"):
+        Settings(openai_base_url=url)
+    with pytest.raises(ValueError, match="must name a host"):
+        Settings(anthropic_base_url=url)
+
+
+@pytest.mark.parametrize(
+    "url", ["http://127.0.0.1:11434/v1", "https://[::1]:8443", "http://llm.internal/openai/v1"]
+)
+def test_base_url_with_a_host_is_kept(url: str) -> None:
+    assert Settings(openai_base_url=f" {url} ").openai_base_url == url
+
+
 async def test_default_provider_is_the_first_real_one() -> None:
     selector = build_selector(Settings(anthropic_api_key="a"))
     try:
