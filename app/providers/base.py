@@ -142,6 +142,18 @@ def upstream_failed(provider: str, error: ProviderError, *, attempt: int, retryi
     )
 
 
+_SECRET_KEY_LENGTH = 8
+"""Keys this long or longer are secrets; a shorter one (a local server's ``none``) is a word."""
+
+
+def hide_key(error: ProviderError, key: str) -> None:
+    """Take ``key`` out of the error's detail: an upstream that quotes the key it was sent
+    (a proxy's 401 may) must not pass it on to clients and the run's stored events."""
+    if len(key) >= _SECRET_KEY_LENGTH and key in error.detail:
+        error.detail = error.detail.replace(key, "[the API key]")
+        error.args = (error.detail,)
+
+
 class RetryingAdapter:
     """What the SDK adapters share: ``send_message`` gathers ``stream_message``, which runs
     single attempts (``_attempt``) of one request (``_request``), retried before the first chunk.
@@ -179,11 +191,15 @@ class RetryingAdapter:
         Raises ProviderError; closing the iterator early closes the upstream response.
         """
         request = self._request(messages, tools, options)
-        async with aclosing(
-            stream_with_retries(lambda: self._attempt(request), self.config.retry, self.name)
-        ) as chunks:
-            async for chunk in chunks:
-                yield chunk
+        try:
+            async with aclosing(
+                stream_with_retries(lambda: self._attempt(request), self.config.retry, self.name)
+            ) as chunks:
+                async for chunk in chunks:
+                    yield chunk
+        except ProviderError as error:
+            hide_key(error, self.config.api_key)
+            raise
 
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions

@@ -12,8 +12,9 @@ from prometheus_client import REGISTRY
 
 from app.domain import ModelAdapter, RequestOptions, TextMessage
 from app.observability import logs
-from app.providers.anthropic_messages import AnthropicAdapter
-from app.providers.openai_chat import OpenAIAdapter
+from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
+from app.providers.base import RetryPolicy
+from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
 
 from . import wire
 from .fake_server import FakeServer, Reply
@@ -89,6 +90,37 @@ async def test_each_failed_attempt_of_a_retried_request_is_logged_and_counted(
         True,
     )
     assert counted("parley_upstream_retries_total", "openai", "rate_limited") == retries + 1
+
+
+KEY = "sk-proj-0123456789abcdef"
+ONCE = RetryPolicy(max_retries=0)
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+async def test_a_key_the_upstream_quotes_is_not_passed_on(
+    server: FakeServer, provider: str
+) -> None:
+    """A proxy whose 401 (or error event) quotes the key it got: the error, which clients and
+    the run's stored events get, says the provider's message without the key."""
+    quoted = f"Incorrect API key provided: {KEY}."
+    adapter: OpenAIAdapter | AnthropicAdapter
+    if provider == "openai":
+        adapter = OpenAIAdapter(OpenAIConfig(api_key=KEY, base_url=f"{server.url}/v1", retry=ONCE))
+        body = wire.oa_error_body(quoted, "invalid_request_error")
+        event = wire.oa_frame({"error": {"message": quoted, "type": "server_error"}})
+    else:
+        adapter = AnthropicAdapter(AnthropicConfig(api_key=KEY, base_url=server.url, retry=ONCE))
+        body = wire.an_error_body("authentication_error", quoted)
+        event = wire.an_error_event("api_error", quoted)
+    server.script(Reply(401, body), Reply(events=[event]))
+    try:
+        _, refused = await drain(adapter.stream_message([TextMessage("x")], [], OPTIONS))
+        _, failed = await drain(adapter.stream_message([TextMessage("x")], [], OPTIONS))
+    finally:
+        await adapter.aclose()
+    for error in (refused, failed):
+        assert error is not None and "Incorrect API key provided" in error.detail
+        assert KEY not in error.detail and KEY not in str(error)
 
 
 async def _fails(adapter: ModelAdapter, code: str) -> None:
