@@ -1,10 +1,11 @@
 """The one Server-Sent Events parser both provider adapters read their streams with.
 
 Imports nothing of Parley's. Incremental: bytes in (split anywhere), events out, per the
-WHATWG event-stream rules: lines end in CRLF, LF or CR; ``data:`` lines of one event are
-joined with newlines; ``:`` lines are comments; ``event:``, ``id:`` and ``retry:`` are kept;
-unknown fields are ignored; an event is dispatched at a blank line, and one left without its
-blank line when the stream ends is dropped.
+WHATWG event-stream rules: the bytes are UTF-8, any that are not read as U+FFFD; lines end in
+CRLF, LF or CR; ``data:`` lines of one event are joined with newlines; ``:`` lines are
+comments; ``event:``, ``id:`` and ``retry:`` are kept; unknown fields are ignored; an event is
+dispatched at a blank line, and one left without its blank line when the stream ends is
+dropped.
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ class SSEParser:
 
     def _line(self, line: bytes) -> SSEEvent | None:
         if line.startswith(b"data: "):  # the common case first
-            self._data.append(line[6:].decode())
+            self._data.append(line[6:].decode(errors="replace"))
             return None
         if not line:
             return self._dispatch()
@@ -75,7 +76,7 @@ class SSEParser:
         name, colon, value = line.partition(b":")
         if colon and value[:1] == b" ":
             value = value[1:]
-        self._field(name, value.decode())
+        self._field(name, value.decode(errors="replace"))
         return None
 
     def _field(self, name: bytes, value: str) -> None:

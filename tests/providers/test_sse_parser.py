@@ -61,6 +61,20 @@ def test_comments_blank_data_and_unknown_fields() -> None:
     assert parse(stream) == [SSEEvent("message", "\nx")]
 
 
+def test_bytes_that_are_not_utf8_read_as_replacement_characters() -> None:
+    """As the event-stream rules decode a stream; raising dropped every event the same read
+    had completed before the bad line, so what a run kept depended on how bytes were split."""
+    stream = b"data: one\n\ndata: t\xffwo\nevent: \xc3\n\ndata: three\n\n"
+    expected = [
+        SSEEvent("message", "one"),
+        SSEEvent("\ufffd", "t\ufffdwo"),
+        SSEEvent("message", "three"),
+    ]
+    assert parse(stream) == expected
+    for cut in range(len(stream) + 1):
+        assert parse(stream[:cut], stream[cut:]) == expected, cut
+
+
 def test_only_one_space_after_the_colon_is_dropped() -> None:
     assert parse(b"data:  two spaces\n\n") == [SSEEvent("message", " two spaces")]
 
