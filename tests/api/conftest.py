@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -41,12 +42,6 @@ async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
         yield c
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class PrefixProxy:
     """What the app sees behind a proxy that serves it under ``prefix`` and strips it, with
     ``uvicorn --root-path <prefix>``: ASGI's ``path`` is the full one and ``root_path`` the
@@ -67,33 +62,39 @@ class PrefixProxy:
 
 class LiveServer:
     """uvicorn serving the app on a free loopback port, in a thread of its own; under
-    ``prefix`` as a proxy would serve it (``PrefixProxy``) when one is given."""
+    ``prefix`` as a proxy would serve it (``PrefixProxy``) when one is given.
+
+    The listening socket is bound here and handed to uvicorn: a port picked free, closed and
+    bound again later may be taken in between (by another test's server or connection).
+    """
 
     def __init__(self, settings: Settings, prefix: str = "") -> None:
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}{prefix}"
         app: ASGIApp = create_app(settings)
         config = uvicorn.Config(
-            PrefixProxy(app, prefix) if prefix else app,
-            host="127.0.0.1",
-            port=self.port,
-            log_level="warning",
-            lifespan="on",
+            PrefixProxy(app, prefix) if prefix else app, log_level="warning", lifespan="on"
         )
         self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.socket = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.socket.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}{prefix}"
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.socket]}, daemon=True
+        )
 
     def __enter__(self) -> LiveServer:
         self.thread.start()
-        for _ in range(500):
-            if self.server.started:
-                return self
-            threading.Event().wait(0.01)
-        raise RuntimeError("uvicorn did not start")
+        deadline = time.monotonic() + 60  # a loaded machine starts slowly; a dead one says so
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                self.__exit__()
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.01)
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+        self.socket.close()
 
 
 @pytest.fixture
@@ -103,9 +104,9 @@ def live_server(database_url: str) -> Iterator[Callable[..., LiveServer]]:
 
     def start(prefix: str = "", **overrides: Any) -> LiveServer:
         settings = Settings(database_url=database_url, sse_ping_seconds=0, **overrides)
-        server = LiveServer(settings, prefix).__enter__()
-        started.append(server)
-        return server
+        server = LiveServer(settings, prefix)
+        started.append(server)  # stopped after the test even if it fails to start
+        return server.__enter__()
 
     yield start
     for server in started:
