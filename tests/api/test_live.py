@@ -6,7 +6,6 @@ import asyncio
 import json
 import socket
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -53,14 +52,15 @@ async def test_disconnect_keeps_the_words_as_an_incomplete_message_and_frees_the
         seen = await read_until(stream, 5)
         words = "".join(e.data["delta"] for e in seen if e.name == "content_block_delta")
         await response.aclose()
-        closed_at = time.monotonic()
 
         async def idle() -> bool:
             state = (await http.get(f"/conversations/{conv_id}")).json()
             return bool(state["status"] == "idle" and state["message_count"] == 2)
 
-        assert await wait_for(idle, within=1.0)
-        assert time.monotonic() - closed_at < 1.0
+        # Were the disconnect missed, the run would go on to its last word (2.4 s) and store
+        # the whole reply: the checks below fail then. How long a loaded machine takes to get
+        # there is no part of it.
+        assert await wait_for(idle, within=30.0)
         last = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"][-1]
         assert last["role"] == "assistant" and last["incomplete"] is True
         assert last["text"].startswith(words)
@@ -149,7 +149,7 @@ async def test_head_on_the_stream_does_not_leave_the_conversation_running(
             state = (await http.get(f"/conversations/{conv_id}")).json()
             return bool(state["status"] == "idle")
 
-        assert await wait_for(idle, within=1.0)
+        assert await wait_for(idle, within=30.0)
         follow = await http.get(f"/conversations/{conv_id}/stream")
         assert follow.status_code == 200
 
@@ -173,7 +173,7 @@ async def test_a_client_that_reads_nothing_is_disconnected_after_the_send_timeou
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     try:
-        await wait_for(_started(server), within=5.0)
+        assert await wait_for(_started(server), within=60.0), "uvicorn did not start"
         await _unread_stream_is_cut(port)
     finally:
         server.should_exit = True
@@ -212,7 +212,9 @@ async def _unread_stream_is_cut(port: int) -> None:
                 runs = (await http.get(f"/conversations/{conv_id}/runs")).json()["items"]
                 return runs[0] if runs and runs[0]["status"] != "running" else None
 
-            run = await wait_for(ended, within=8.0)  # no reading at all from here on
+            # No reading at all from here on. Were the client never cut, the run would stay
+            # `running` (its sends blocked) or end `completed` (12 s and more): both fail below.
+            run = await wait_for(ended, within=60.0)
             assert run is not None and run["status"] == "aborted"
             state = (await http.get(f"/conversations/{conv_id}")).json()
             assert state["status"] == "idle" and state["message_count"] == 2
