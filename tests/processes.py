@@ -30,8 +30,6 @@ class ServerProcess:
     """``uvicorn --factory app.main:create_app`` in a process of its own."""
 
     def __init__(self, database_url: str, log_path: Path, **settings: Any) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         env = {
             k: v
             for k, v in os.environ.items()
@@ -41,8 +39,15 @@ class ServerProcess:
         env["PARLEY_SSE_PING_SECONDS"] = "0"
         for key, value in settings.items():
             env[f"PARLEY_{key.upper()}"] = str(value)
+        self.env = env
         self.log_path = log_path
         self._log = log_path.open("ab")
+        self._spawn()
+
+    def _spawn(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._log_start = self.log_path.stat().st_size
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -60,15 +65,21 @@ class ServerProcess:
                 "warning",
             ],
             cwd=REPO_ROOT,
-            env=env,
+            env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
 
-    def wait_ready(self, within: float = 30.0) -> ServerProcess:
+    def wait_ready(self, within: float = 60.0) -> ServerProcess:
         deadline = time.monotonic() + within
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                # The port was free when picked, but taken before uvicorn bound it: another one.
+                if "address already in use" in self.log_path.read_bytes()[self._log_start :].decode(
+                    errors="replace"
+                ):
+                    self._spawn()
+                    continue
                 raise RuntimeError(f"uvicorn exited: {self.log()}")
             try:
                 if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
@@ -101,6 +112,7 @@ class ServerProcess:
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
+            self.process.send_signal(signal.SIGCONT)  # a paused one (a test failed) stops too
             try:
                 self.process.wait(20)
             except subprocess.TimeoutExpired:
