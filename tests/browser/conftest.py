@@ -47,8 +47,11 @@ async def browser() -> AsyncIterator[object]:
         if os.environ.get("PARLEY_REQUIRE_BROWSER") == "1":
             pytest.fail(f"PARLEY_REQUIRE_BROWSER=1 but {reason}")
         pytest.skip(reason)
-    from playwright.async_api import async_playwright
+    from playwright.async_api import async_playwright, expect
 
+    # expect() polls until its condition holds: past Playwright's 5 s only when something is
+    # wrong, or a loaded machine (CI's two cores) is slow to render.
+    expect.set_options(timeout=20_000)
     async with async_playwright() as p:
         launched = await p.chromium.launch(executable_path=CHROMIUM, headless=True)
         try:

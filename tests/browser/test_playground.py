@@ -27,6 +27,9 @@ from tests.browser.conftest import CuttableProxy, loopback_only
 
 WORDS = " ".join(f"word{i}" for i in range(80))
 DELAY_MS = 40
+# A reply the tests stop midway: 16 s of words, so that a slow machine (a reload, a second tab,
+# a click) still finds it running; stopped, it costs no more than WORDS.
+STOPPED_WORDS = " ".join(f"word{i}" for i in range(400))
 
 
 async def api(server_url: str, key: str | None) -> httpx.AsyncClient:
@@ -47,7 +50,7 @@ async def send(page: Page, text: str) -> None:
 
 async def stop_mid_stream_then_continue(page: Page, http: httpx.AsyncClient) -> None:
     conv_id = await new_conversation(page)
-    await send(page, WORDS)
+    await send(page, STOPPED_WORDS)
     log = page.get_by_role("log")
     await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
     running = (await http.get(f"/conversations/{conv_id}")).json()
@@ -58,7 +61,7 @@ async def stop_mid_stream_then_continue(page: Page, http: httpx.AsyncClient) -> 
     await expect(cut).to_contain_text("(cut short)")
     stored = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"][-1]
     assert stored["role"] == "assistant" and stored["incomplete"] is True
-    assert stored["text"].startswith("word0 word1 word2 word3") and stored["text"] != WORDS
+    assert stored["text"].startswith("word0 word1 word2 word3") and stored["text"] != STOPPED_WORDS
     assert stored["text"] in await cut.inner_text()
 
     await send(page, "once more, in full")
@@ -298,7 +301,7 @@ async def test_a_dropped_connection_resumes_after_the_last_event_id(
 
 async def _check_the_resume(page: Page, sent: list[Any], server_url: str, conv_id: str) -> None:
     status = page.get_by_role("status")
-    await expect(status).to_have_text(re.compile("^(Done: |The stream ended)"), timeout=10_000)
+    await expect(status).to_have_text(re.compile("^(Done: |The stream ended)"), timeout=30_000)
     streams = [r for r in sent if r.url.endswith("/stream?on_disconnect=continue")]
     assert [r.method for r in streams[:2]] == ["POST", "GET"]
     last_event_id = await streams[1].header_value("last-event-id")

@@ -17,7 +17,14 @@ from urllib.parse import quote, unquote
 from playwright.async_api import Page, expect
 
 from tests.browser.conftest import CuttableProxy, loopback_only
-from tests.browser.test_playground import DELAY_MS, WORDS, api, new_conversation, send
+from tests.browser.test_playground import (
+    DELAY_MS,
+    STOPPED_WORDS,
+    WORDS,
+    api,
+    new_conversation,
+    send,
+)
 
 
 async def open_page(browser: Any, url: str) -> tuple[Any, Page, list[str]]:
@@ -39,7 +46,7 @@ async def test_a_reload_mid_run_comes_back_to_the_running_reply(
     server = live_server(offline_delay_ms=DELAY_MS)
     context, page, _ = await open_page(browser, server.url + "/")
     conv_id = await new_conversation(page)
-    await send(page, WORDS)
+    await send(page, STOPPED_WORDS)
     log = page.get_by_role("log")
     await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
     await page.reload()
@@ -58,7 +65,7 @@ async def test_a_second_tab_follows_the_run_and_can_stop_it(browser: Any, live_s
     server = live_server(offline_delay_ms=DELAY_MS)
     context, first, _ = await open_page(browser, server.url + "/")
     await new_conversation(first)
-    await send(first, WORDS)
+    await send(first, STOPPED_WORDS)
     await expect(first.get_by_role("log").locator(".msg.streaming")).to_contain_text("word3 ")
     second = await context.new_page()
     await second.goto(server.url + "/")
@@ -132,7 +139,7 @@ async def test_a_network_down_for_seconds_still_resumes(browser: Any, live_serve
         await expect(page.get_by_role("status")).to_contain_text("resuming (try 4)")
         await asyncio.sleep(3.0)  # down past the fourth retry (3.75 s after the cut)
         proxy.refusing = False
-        await expect(page.get_by_role("status")).to_have_text("Done: completed", timeout=15_000)
+        await expect(page.get_by_role("status")).to_have_text("Done: completed", timeout=30_000)
         async with await api(server.url, None) as http:
             stored = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
         assert stored[-1]["text"] == WORDS
@@ -208,10 +215,10 @@ async def test_a_run_that_ends_while_the_browser_is_offline_is_shown_once_back(
     log = page.get_by_role("log")
     await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
     await context.set_offline(True)
-    await expect(page.get_by_role("status")).to_contain_text("Done: completed", timeout=10_000)
+    await expect(page.get_by_role("status")).to_contain_text("Done: completed", timeout=30_000)
     await asyncio.sleep(1.0)
     await context.set_offline(False)
-    await expect(page.get_by_role("status")).to_have_text("Done: completed", timeout=10_000)
+    await expect(page.get_by_role("status")).to_have_text("Done: completed", timeout=30_000)
     await expect(log.locator(".msg.user")).to_have_count(1)
     await expect(log.locator(".msg.assistant")).to_have_text(f"assistant{WORDS}")
     async with await api(server.url, None) as http:
