@@ -47,6 +47,7 @@ from app.storage import (
     utcnow,
 )
 from app.storage.tables import CONVERSATIONS
+from tests.api.conftest import wait_for
 from tests.domain.domain_support import (
     HANG,
     ScriptedAdapter,
@@ -616,7 +617,11 @@ async def test_the_writer_ends_runs_whose_process_died_on_its_own(
     async with services.repository(None) as repo:
         await repo.acquire_lease(conv_id, run_id, 0.05)
         await RunRepository(repo.session).create(run_id, conv_id, OWNER, "cancel")
-    await asyncio.sleep(1.0)
+
+    async def ended() -> bool:  # within a third of a term; a loaded machine may take longer
+        return (await RunReader(services, OWNER).get(conv_id, run_id)).status != "running"
+
+    await wait_for(ended, within=10.0)
     record = await RunReader(services, OWNER).get(conv_id, run_id)
     assert record.status == "interrupted"
 
@@ -627,11 +632,17 @@ async def test_a_dead_run_is_ended_soon_after_its_lease_expires(
     """The conversation reads ``idle`` as soon as a dead process's lease expires; its run must
     not go on saying ``running`` (its partial reply missing from the history) for long after.
     The sweep waited for leases expired a whole term ago, every term: up to two terms more."""
-    services = await make_services(ScriptedAdapter([]), run_lease_seconds=0.9)
+    services = await make_services(ScriptedAdapter([]), run_lease_seconds=3)
     conv_id = await new_conversation(services, "hi")
     run_id = "0" * 31 + "3"
     await dead_run(services, conv_id, run_id, "half")
-    await asyncio.sleep(0.7)  # the lease expired 0.65 s ago: within a third of a term, swept
+
+    async def ended() -> bool:
+        return (await RunReader(services, OWNER).get(conv_id, run_id)).status != "running"
+
+    # The lease expires 0.05 s in; a sweep each third of a term (1 s) ends the run about a
+    # second in. Waiting a whole term (3 s) more, as the sweep did, is past 2.5 s.
+    await wait_for(ended, within=2.5)
     assert (await conversations(services).get(conv_id)).status == "idle"
     record = await RunReader(services, OWNER).get(conv_id, run_id)
     assert record.status == "interrupted"
