@@ -174,13 +174,16 @@ async def test_a_reader_on_another_process_leaves_nothing_behind_once_done(
 async def test_cancel_from_another_process_stops_the_run_and_stores_its_words(
     make_services: MakeServices,
 ) -> None:
-    owner = await make_services(PacedAdapter(200, 0.01))
+    # 30 s of words: a cancel that works ends it long before, however loaded the machine
+    owner = await make_services(PacedAdapter(3000, 0.01))
     other = await make_services(ScriptedAdapter([]))
     conv_id = await new_conversation(owner, "hi")
     run = await start_run(owner, conv_id)
-    await asyncio.sleep(0.1)
+    async for batch in run.follow(0):  # some words first
+        if any(e.name == "content_block_delta" for e in batch):
+            break
     assert await conversations(other).cancel(conv_id) == run.run_id
-    events = await asyncio.wait_for(all_events(run), 2)
+    events = await asyncio.wait_for(all_events(run), 20)
     assert body(events[-1])["status"] == "aborted"
     [message] = [body(e) for e in events if e.name == "message"]
     assert message["message"]["incomplete"] is True
