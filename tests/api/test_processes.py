@@ -81,9 +81,10 @@ async def test_cancel_on_another_process_stops_the_run_and_keeps_its_words(
     start_server: Start,
 ) -> None:
     a, b = two(start_server, offline_delay_ms=30)
+    long_reply = " ".join(f"w{i}" for i in range(400))  # 12 s: cancelled long before its end
     async with httpx.AsyncClient(timeout=15) as http:
         for attempt in range(10):
-            conv_id, response, stream = await open_stream(http, a.url)
+            conv_id, response, stream = await open_stream(http, a.url, text=long_reply)
             seen = await read_deltas(stream, random.randint(1, 8))
             asked = time.monotonic()
             cancel = await http.post(f"{b.url}/conversations/{conv_id}/cancel")
@@ -99,7 +100,8 @@ async def test_cancel_on_another_process_stops_the_run_and_keeps_its_words(
             await response.aclose()
             done = seen[-1]
             assert done.name == "done" and done.data["status"] == "aborted", seen[-3:]
-            assert took < 2.5, f"attempt {attempt}: the run stopped {took:.2f} s after cancel"
+            # a cancel is seen within a poll (0.25 s); the bound leaves room for a loaded machine
+            assert took < 6, f"attempt {attempt}: the run stopped {took:.2f} s after cancel"
             announced = [e for e in seen if e.name == "message"]
             assert len(announced) == 1 and announced[0].data["message"]["incomplete"] is True
             stored = await messages(http, b.url, conv_id)
