@@ -62,7 +62,10 @@ class Listener:
                 await connection.add_listener(NOTIFY_CHANNEL, self._on_notify)
                 self.connected.set()
                 while not connection.is_closed():  # a half-open connection shows on a query
-                    await asyncio.wait_for(connection.execute("SELECT 1"), _KEEPALIVE_SECONDS)
+                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a cancel that
+                    # lands as the query is answered, and close() then waited forever.
+                    async with asyncio.timeout(_KEEPALIVE_SECONDS):
+                        await connection.execute("SELECT 1")
                     await asyncio.sleep(_KEEPALIVE_SECONDS)
             except asyncio.CancelledError:
                 raise
