@@ -91,14 +91,15 @@ class Tool:
         if self.function is None:
             return None, f"tool {self.name!r} is executed by the client"
         try:
-            if inspect.iscoroutinefunction(self.function):
-                value = await asyncio.wait_for(self.function(**arguments), timeout)
-            else:
-                value = await asyncio.wait_for(
-                    asyncio.to_thread(self.function, **arguments), timeout
-                )
-                if inspect.isawaitable(value):
-                    value = await asyncio.wait_for(value, timeout)
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a stop (a cancel)
+            # that lands as the tool finishes, and the run would go on.
+            async with asyncio.timeout(timeout):
+                if inspect.iscoroutinefunction(self.function):
+                    value = await self.function(**arguments)
+                else:
+                    value = await asyncio.to_thread(self.function, **arguments)
+                    if inspect.isawaitable(value):
+                        value = await value
         except TimeoutError:
             return None, f"TimeoutError: tool {self.name!r} took longer than {timeout:g} s"
         except Exception as exc:  # a tool's failure is data sent back to the model

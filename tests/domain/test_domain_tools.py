@@ -134,7 +134,7 @@ async def test_execute_times_out_sync_and_async_tools() -> None:
         return "late"
 
     def slow_sync() -> str:
-        time.sleep(0.3)
+        time.sleep(1)
         return "late"
 
     started = time.monotonic()
@@ -142,7 +142,26 @@ async def test_execute_times_out_sync_and_async_tools() -> None:
         result, error = await Tool.from_function(fn).execute({}, 0.05)
         assert result is None
         assert error == f"TimeoutError: tool '{fn.__name__}' took longer than 0.05 s"
-    assert time.monotonic() - started < 0.3
+    assert time.monotonic() - started < 0.8
+
+
+async def test_a_stop_that_lands_as_the_tool_finishes_is_kept() -> None:
+    """The run's task is cancelled (a stop) in the step the tool returns in: the cancel must
+    reach the run, not be swallowed with the tool's result (as asyncio.wait_for does on 3.11)."""
+    run: asyncio.Task[None] | None = None
+
+    async def finish() -> str:
+        assert run is not None
+        run.cancel()
+        return "done"
+
+    async def run_the_tool() -> None:
+        assert await Tool.from_function(finish).execute({}, 5) == ("done", None)
+        await asyncio.sleep(0)  # where the stop is delivered
+
+    run = asyncio.create_task(run_the_tool())
+    with pytest.raises(asyncio.CancelledError):
+        await run
 
 
 @dataclasses.dataclass
