@@ -41,8 +41,12 @@ class Listener:
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
+            try:
                 await self._task
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if current is not None and current.cancelling():
+                    raise  # this close was cancelled (a shutdown that bounds it), not the task
             self._task = None
 
     def _on_notify(self, _connection: Any, _pid: int, _channel: str, payload: str) -> None:
@@ -68,6 +72,8 @@ class Listener:
                         await connection.execute("SELECT 1")
                     await asyncio.sleep(_KEEPALIVE_SECONDS)
             except asyncio.CancelledError:
+                if connection is not None:  # closed: no goodbye a stalled database holds up
+                    connection.terminate()
                 raise
             except Exception as exc:  # whatever broke, listen again (polling covers the gap)
                 log.warning("listening for run notifications failed (%s); retrying", exc)
