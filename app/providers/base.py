@@ -148,10 +148,20 @@ _SECRET_KEY_LENGTH = 8
 
 def hide_key(error: ProviderError, key: str) -> None:
     """Take ``key`` out of the error's detail: an upstream that quotes the key it was sent
-    (a proxy's 401 may) must not pass it on to clients and the run's stored events."""
-    if len(key) >= _SECRET_KEY_LENGTH and key in error.detail:
-        error.detail = error.detail.replace(key, "[the API key]")
-        error.args = (error.detail,)
+    (a proxy's 401 may) must not pass it on to clients and the run's stored events — nor
+    the start of it, where the detail was cut at its length limit (``…``) inside the key."""
+    if len(key) < _SECRET_KEY_LENGTH:
+        return
+    detail = error.detail.replace(key, "[the API key]")
+    if detail.endswith("…"):
+        cut = detail[:-1]
+        for size in range(min(len(key) - 1, len(cut)), 3, -1):
+            if cut.endswith(key[:size]):
+                detail = f"{cut[:-size]}[the API key]…"
+                break
+    if detail != error.detail:
+        error.detail = detail
+        error.args = (detail,)
 
 
 class RetryingAdapter:
@@ -339,7 +349,9 @@ class SSEAdapter(RetryingAdapter):
             ok = isinstance(chunk.tool_name, str) and isinstance(chunk.id, str)
             ok = ok and isinstance(chunk.params, dict)
         elif isinstance(chunk, MessageStop):
+            counts = (chunk.usage.input_tokens, chunk.usage.output_tokens)
             ok = isinstance(chunk.stop_reason, str)
+            ok = ok and all(n is None or type(n) is int for n in counts)
         else:
             ok = True
         if not ok:

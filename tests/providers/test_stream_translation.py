@@ -221,6 +221,10 @@ OA_MISSHAPEN = {
         wire.oa_chunk({}, finish="tool_calls"),
     ],
     "finish reason a number": [wire.oa_chunk({}, finish=5)],  # type: ignore[arg-type]
+    "token counts as text": [
+        wire.oa_chunk({}, finish="stop"),
+        wire.oa_chunk(None, usage={"prompt_tokens": "12", "completion_tokens": "3"}),
+    ],
 }
 AN_MISSHAPEN = {
     "block a string": [
@@ -241,6 +245,11 @@ AN_MISSHAPEN = {
         wire.an_start(),
         *(_misshapen(f, '"f"', "7") for f in wire.an_tool_block(0, "toolu_1", "f", "{}")),
         *wire.an_stop("tool_use"),
+    ],
+    "output tokens as text": [
+        wire.an_start(),
+        *wire.an_text_block(0, "a"),
+        *(_misshapen(f, '"output_tokens": 5', '"output_tokens": "5"') for f in wire.an_stop()),
     ],
     "stop reason an object": [
         wire.an_start(),

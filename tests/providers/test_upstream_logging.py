@@ -13,7 +13,8 @@ from prometheus_client import REGISTRY
 from app.domain import ModelAdapter, RequestOptions, TextMessage
 from app.observability import logs
 from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
-from app.providers.base import RetryPolicy
+from app.providers.base import RetryPolicy, hide_key
+from app.providers.errors import classify
 from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
 
 from . import wire
@@ -121,6 +122,17 @@ async def test_a_key_the_upstream_quotes_is_not_passed_on(
     for error in (refused, failed):
         assert error is not None and "Incorrect API key provided" in error.detail
         assert KEY not in error.detail and KEY not in str(error)
+
+
+def test_a_key_cut_by_the_detail_s_length_limit_leaves_none_of_it() -> None:
+    """The upstream's message is cut at 500 characters; a key quoted across the cut was no
+    longer whole in the detail, and its first characters went on to clients."""
+    quoted = "x" * 480 + f" bad key {KEY} was refused"
+    error = classify("openai", status=401, kind=None, message=quoted)
+    assert error.detail.endswith("…") and KEY[:8] in error.detail
+    hide_key(error, KEY)
+    assert error.detail.endswith(" bad key [the API key]…"), error.detail
+    assert KEY[:4] not in error.detail and KEY[:4] not in str(error)
 
 
 async def _fails(adapter: ModelAdapter, code: str) -> None:
