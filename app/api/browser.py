@@ -217,9 +217,7 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
             expose_headers=EXPOSED_HEADERS,
             max_age=600,
         )
-    app.mount("/playground", PlaygroundFiles(directory=STATIC), name="playground")
 
-    @app.get("/", include_in_schema=False)
     async def playground(request: Request) -> Response:
         root = public_path(request.scope, "")
         if not root:
@@ -227,3 +225,10 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
         # Under a prefix, the page's links (its module, style sheet, the docs) are under it too.
         page = (STATIC / "index.html").read_text().replace('="/', f'="{html.escape(root)}/')
         return HTMLResponse(page, headers=PLAYGROUND_HEADERS)
+
+    app.get("/", include_in_schema=False)(playground)
+    # The page by its file's name too, before the files' mount would answer it unrewritten.
+    app.api_route("/playground/index.html", methods=["GET", "HEAD"], include_in_schema=False)(
+        playground
+    )
+    app.mount("/playground", PlaygroundFiles(directory=STATIC), name="playground")

@@ -63,6 +63,7 @@ async def test_the_playground_and_the_docs_load_from_under_the_prefix(
     server = live_server(prefix=PREFIX)
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         page = (await http.get("/")).text
+        assert (await http.get("/playground/index.html")).text == page  # the page by its name
         links = [
             f'href="{PREFIX}/playground/style.css"',
             f'src="{PREFIX}/playground/app.js"',
