@@ -11,6 +11,7 @@ A refused CORS preflight is a 403 problem too (``ProblemCORS``).
 
 from __future__ import annotations
 
+import functools
 import html
 from pathlib import Path
 from typing import Any
@@ -198,6 +199,13 @@ class PlaygroundFiles(StaticFiles):
         return response
 
 
+@functools.cache
+def _page_under(root: str) -> str:
+    """The playground's page served under ``root``: its links (its module, style sheet, the
+    docs) are under it too. Read and rewritten once per root path."""
+    return (STATIC / "index.html").read_text().replace('="/', f'="{html.escape(root)}/')
+
+
 def install_browser_support(app: FastAPI, settings: Settings) -> None:
     """Add the Origin check and (when origins are listed) CORS; serve the playground at ``/``.
 
@@ -222,9 +230,7 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
         root = public_path(request.scope, "")
         if not root:
             return FileResponse(STATIC / "index.html", headers=PLAYGROUND_HEADERS)
-        # Under a prefix, the page's links (its module, style sheet, the docs) are under it too.
-        page = (STATIC / "index.html").read_text().replace('="/', f'="{html.escape(root)}/')
-        return HTMLResponse(page, headers=PLAYGROUND_HEADERS)
+        return HTMLResponse(_page_under(root), headers=PLAYGROUND_HEADERS)
 
     app.get("/", include_in_schema=False)(playground)
     # The page by its file's name too, before the files' mount would answer it unrewritten.
