@@ -10,6 +10,8 @@ from app.domain.adapter import (
     MessageStop,
     ModelAdapter,
     ModelResponse,
+    Reasoning,
+    ReasoningDone,
     RequestOptions,
     StreamChunk,
     ToolSpec,
@@ -34,8 +36,20 @@ from app.domain.errors import (
     ToolRoundLimitError,
 )
 from app.domain.formats import to_anthropic_format, to_openai_format
-from app.domain.message_list import FORMAT_VERSION, MessageList
-from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.message_list import (
+    FORMAT_VERSION,
+    REASONING_FORMAT_VERSION,
+    MessageList,
+    format_version,
+)
+from app.domain.messages import (
+    AgentMessage,
+    Message,
+    ReasoningMessage,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+)
 from app.domain.provider_import import from_anthropic_format, from_openai_format
 from app.domain.repair import RepairedMessage, repair_history, repair_with_sources
 from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
@@ -43,6 +57,7 @@ from app.domain.tools import Tool, to_jsonable
 
 __all__ = [
     "FORMAT_VERSION",
+    "REASONING_FORMAT_VERSION",
     "AgentMessage",
     "ContentBlockDelta",
     "ContentBlockStart",
@@ -68,6 +83,9 @@ __all__ = [
     "ModelSelectionStrategy",
     "ProviderError",
     "ProviderFormatError",
+    "Reasoning",
+    "ReasoningDone",
+    "ReasoningMessage",
     "RepairedMessage",
     "RequestOptions",
     "Role",
@@ -84,6 +102,7 @@ __all__ = [
     "approximate_tokens",
     "collect_response",
     "context_within",
+    "format_version",
     "from_anthropic_format",
     "from_openai_format",
     "repair_history",

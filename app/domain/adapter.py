@@ -3,10 +3,11 @@
 Imports only the standard library. Implementations live in ``app.providers``; the conversation
 runs against this protocol and never sees a vendor type.
 
-A stream is: for each text block ``ContentBlockStart``, ``ContentBlockDelta``…,
-``ContentBlockStop``; a ``ToolUse`` per call once its arguments are complete; and last one
-``MessageStop`` with the stop reason and usage. A stream that cannot finish raises
-``ProviderError``.
+A stream is: for each content block ``ContentBlockStart`` (its ``type``: ``text`` or
+``reasoning``), ``ContentBlockDelta``…, ``ContentBlockStop``; after a reasoning block's stop, one
+``ReasoningDone`` with its whole text and the provider's opaque payload; a ``ToolUse`` per call
+once its arguments are complete; and last one ``MessageStop`` with the stop reason and usage.
+Block indices are unique within one reply. A stream that cannot finish raises ``ProviderError``.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from app.domain.messages import Message
 
+BlockType = Literal["text", "reasoning"]
+
 
 @dataclass(frozen=True)
 class ContentBlockStart:
-    """A content block (text) begins."""
+    """A content block begins: the reply's ``text``, or the model's ``reasoning``."""
 
     index: int = 0
+    type: BlockType = "text"
     kind: ClassVar[Literal["content_block_start"]] = "content_block_start"
 
 
@@ -42,6 +46,17 @@ class ContentBlockStop:
 
     index: int = 0
     kind: ClassVar[Literal["content_block_stop"]] = "content_block_stop"
+
+
+@dataclass(frozen=True)
+class ReasoningDone:
+    """A reasoning block is complete: its whole visible text and the provider's opaque
+    ``payload`` (what must go back to it, exactly; None when nothing can)."""
+
+    text: str
+    payload: dict[str, Any] | None
+    index: int = 0
+    kind: ClassVar[Literal["reasoning_done"]] = "reasoning_done"
 
 
 def new_tool_call_id() -> str:
@@ -65,10 +80,32 @@ class ToolUse:
 
 @dataclass(frozen=True)
 class Usage:
-    """Tokens the provider counted for one model reply."""
+    """Tokens the provider counted for one model reply, by kind (None: it did not say).
+
+    ``input_tokens`` is every token of the request, ``cache_read_tokens`` and
+    ``cache_write_tokens`` the parts of it read from and written to the provider's prompt
+    cache; ``output_tokens`` is every token of the reply, ``reasoning_tokens`` the part of it
+    spent reasoning.
+    """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+
+    KINDS: ClassVar[tuple[str, ...]] = (
+        "input_tokens",
+        "output_tokens",
+        "reasoning_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    )
+    """The field names, in the order every usage object lists them."""
+
+    def as_dict(self) -> dict[str, int | None]:
+        """The counts by kind, in ``KINDS`` order."""
+        return {kind: getattr(self, kind) for kind in self.KINDS}
 
 
 @dataclass(frozen=True)
@@ -80,7 +117,9 @@ class MessageStop:
     kind: ClassVar[Literal["message_stop"]] = "message_stop"
 
 
-StreamChunk = ContentBlockStart | ContentBlockDelta | ContentBlockStop | ToolUse | MessageStop
+StreamChunk = (
+    ContentBlockStart | ContentBlockDelta | ContentBlockStop | ReasoningDone | ToolUse | MessageStop
+)
 
 
 @dataclass(frozen=True)
@@ -92,6 +131,34 @@ class ToolSpec:
     parameters: dict[str, Any]
 
 
+Effort = Literal["none", "low", "medium", "high"]
+EFFORTS: tuple[Effort, ...] = ("none", "low", "medium", "high")
+Summary = Literal["auto", "none"]
+SUMMARIES: tuple[Summary, ...] = ("auto", "none")
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """How much the model should reason (``config.reasoning``); None in a field: the
+    provider's default. Each adapter maps it (docs/providers.md)."""
+
+    effort: Effort | None = None
+    budget_tokens: int | None = None
+    summary: Summary | None = None
+
+    @property
+    def off(self) -> bool:
+        """Reasoning is asked to be off (``effort: none``)."""
+        return self.effort == "none"
+
+    @property
+    def on(self) -> bool:
+        """Reasoning is asked for: an effort other than ``none``, or a budget."""
+        return self.effort not in (None, "none") or (
+            self.budget_tokens is not None and self.effort is None
+        )
+
+
 @dataclass(frozen=True)
 class RequestOptions:
     """Per-request model settings taken from the conversation's config."""
@@ -99,6 +166,7 @@ class RequestOptions:
     model: str | None = None
     temperature: float | None = None
     max_output_tokens: int | None = None
+    reasoning: Reasoning | None = None
 
 
 DEFAULT_OPTIONS = RequestOptions()
@@ -113,6 +181,7 @@ class ModelResponse:
     tool_calls: tuple[ToolUse, ...] = ()
     stop_reason: str = "end_turn"
     usage: Usage = field(default_factory=Usage)
+    reasoning: tuple[ReasoningDone, ...] = ()
 
 
 @runtime_checkable
@@ -148,15 +217,24 @@ class ModelAdapter(Protocol):
 
 
 async def collect_response(chunks: AsyncIterator[StreamChunk]) -> ModelResponse:
-    """Gather a chunk stream into one ModelResponse (an adapter may use it for send_message)."""
+    """Gather a chunk stream into one ModelResponse (an adapter may use it for send_message);
+    the text is that of the text blocks, reasoning is gathered apart."""
     text: list[str] = []
     calls: list[ToolUse] = []
+    reasoning: list[ReasoningDone] = []
+    reasoning_blocks: set[int] = set()
     stop = MessageStop()
     async for chunk in chunks:
-        if isinstance(chunk, ContentBlockDelta):
+        if isinstance(chunk, ContentBlockStart) and chunk.type == "reasoning":
+            reasoning_blocks.add(chunk.index)
+        elif isinstance(chunk, ContentBlockDelta) and chunk.index not in reasoning_blocks:
             text.append(chunk.delta)
         elif isinstance(chunk, ToolUse):
             calls.append(chunk)
+        elif isinstance(chunk, ReasoningDone):
+            reasoning.append(chunk)
         elif isinstance(chunk, MessageStop):
             stop = chunk
-    return ModelResponse("".join(text), tuple(calls), stop.stop_reason, stop.usage)
+    return ModelResponse(
+        "".join(text), tuple(calls), stop.stop_reason, stop.usage, tuple(reasoning)
+    )

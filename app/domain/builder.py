@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from app.domain.adapter import Effort, Summary
 from app.domain.config import ConversationConfig, validated_config
 from app.domain.conversation import LLMConversation, ToolResult
 from app.domain.errors import ConversationConfigurationError
@@ -136,6 +137,19 @@ class LLMPromptBuilder:
         added = [f if isinstance(f, Tool) else Tool.from_function(f) for f in tool_functions]
         earlier = self._delta_config.get("tools") or ()
         return self._copy(config={"tools": [*earlier, *added]})
+
+    def reasoning(
+        self,
+        effort: Effort | None = None,
+        *,
+        budget_tokens: int | None = None,
+        summary: Summary | None = None,
+    ) -> LLMPromptBuilder:
+        """Ask the model to reason: ``effort`` ``none``, ``low``, ``medium`` or ``high``, an
+        optional token budget and summary (``auto``, ``none``); unset fields: the provider's
+        default."""
+        value = {"effort": effort, "budget_tokens": budget_tokens, "summary": summary}
+        return self._copy(config={"reasoning": value})
 
     def configure(self, **changes: Any) -> LLMPromptBuilder:
         """Change any config key: ``temperature``, ``max_output_tokens``, ``max_tool_rounds``,

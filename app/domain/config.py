@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.adapter import ModelAdapter
+from app.domain.adapter import EFFORTS, SUMMARIES, ModelAdapter, Reasoning
 from app.domain.errors import ConversationConfigurationError, DeltaApplicationError
 from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
 from app.domain.tools import Tool
@@ -33,6 +33,8 @@ class ConversationConfig:
     context_max_tokens: int | None = None
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
+    reasoning: Reasoning | None = None
+    """How much the model reasons; None: the provider's default."""
 
     def __post_init__(self) -> None:
         # seed 001 declares ``tools: list[Tool]``: any sequence of tools or functions is kept
@@ -94,6 +96,31 @@ def _tools(key: str, value: Any) -> tuple[Tool, ...] | None:
     return tools
 
 
+def _reasoning(key: str, value: Any) -> Reasoning | None:
+    """A Reasoning, or a mapping of its fields (``effort``, ``budget_tokens``, ``summary``)."""
+    if value is None or isinstance(value, Reasoning):
+        return value
+    if not isinstance(value, Mapping):
+        raise DeltaApplicationError(
+            f"config {key}: must be an object with effort, budget_tokens, summary, or null"
+        )
+    unknown = sorted(str(k) for k in value if k not in ("effort", "budget_tokens", "summary"))
+    if unknown:
+        raise DeltaApplicationError(f"config {key}: unknown keys {', '.join(unknown)}")
+    effort, summary = value.get("effort"), value.get("summary")
+    if effort is not None and effort not in EFFORTS:
+        raise DeltaApplicationError(
+            f"config {key}.effort: must be one of {', '.join(EFFORTS)}, or null"
+        )
+    if summary is not None and summary not in SUMMARIES:
+        raise DeltaApplicationError(
+            f"config {key}.summary: must be one of {', '.join(SUMMARIES)}, or null"
+        )
+    budget_check = _number(1024, 1_000_000, integer=True)
+    budget = budget_check(f"{key}.budget_tokens", value.get("budget_tokens"))
+    return Reasoning(effort, budget, summary)
+
+
 def _selector(key: str, value: Any) -> Any:
     if value is not None and not callable(getattr(value, "select_model", None)):
         raise DeltaApplicationError(f"config {key}: must have a select_model method")
@@ -110,6 +137,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "context_max_tokens": _number(1, None, integer=True),
     "max_tool_rounds": _number(0, 1000, integer=True),
     "tool_timeout": _number(0.001, 3600, integer=False),
+    "reasoning": _reasoning,
 }
 
 

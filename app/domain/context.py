@@ -12,7 +12,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
-from app.domain.messages import AgentMessage, Message, TextMessage, ToolCallMessage
+from app.domain.messages import (
+    AgentMessage,
+    Message,
+    ReasoningMessage,
+    TextMessage,
+    ToolCallMessage,
+)
 
 TokenCounter = Callable[[str], int]
 """Counts the tokens of a text."""
@@ -28,7 +34,7 @@ def approximate_tokens(text: str) -> int:
 
 def message_text(message: Message) -> str:
     """All the text of a message that a model reads."""
-    if isinstance(message, TextMessage | AgentMessage):
+    if isinstance(message, TextMessage | AgentMessage | ReasoningMessage):
         return message.text
     if isinstance(message, ToolCallMessage):
         parts = [message.message, message.tool_name, json.dumps(message.arguments)]
@@ -86,7 +92,8 @@ def context_within(
     System prompts are always kept; then the most recent other messages, newest first, as many
     as fit, stopping at the first that does not (the kept history is one unbroken tail). A tool
     call and its result are one message, so they are never separated; the tool calls of one
-    reply (see ``formats.tool_call_turns``) are kept or dropped together.
+    reply (see ``formats.tool_call_turns``), and reasoning with the message that follows it in
+    its turn, are kept or dropped together.
     """
     counts = [count_message_tokens(m, counter) for m in messages]
     system = {i for i, m in enumerate(messages) if isinstance(m, AgentMessage)}
@@ -112,7 +119,8 @@ def _units(messages: Sequence[Message]) -> list[list[int]]:
     """The indices of the non-system messages, grouped: one reply's tool calls are one group.
 
     Consecutive ToolCallMessages belong to one reply unless one carries its own text, which
-    starts a new reply (the rule of docs/format.md, shared with ``formats.tool_call_turns``).
+    starts a new reply (the rule of docs/format.md, shared with ``formats.tool_call_turns``);
+    a message right after a ReasoningMessage belongs to the reasoning's reply.
     """
     units: list[list[int]] = []
     previous: Message | None = None
@@ -120,7 +128,7 @@ def _units(messages: Sequence[Message]) -> list[list[int]]:
         if isinstance(message, AgentMessage):
             previous = message
             continue
-        joins = (
+        joins = isinstance(previous, ReasoningMessage) or (
             isinstance(message, ToolCallMessage)
             and isinstance(previous, ToolCallMessage)
             and not message.message

@@ -30,7 +30,14 @@ from app.domain.errors import ConversationConfigurationError, DeltaApplicationEr
 from app.domain.files import Source, load_message_list, save_message_list
 from app.domain.formats import to_anthropic_format, to_openai_format
 from app.domain.message_list import MessageList
-from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.messages import (
+    AgentMessage,
+    Message,
+    ReasoningMessage,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+)
 from app.domain.run import MessageAppended, Run, RunEvent, ToolResult, run_rounds
 from app.domain.tools import to_jsonable
 
@@ -300,6 +307,12 @@ class LLMConversation:
         if run is None:
             return
         run.superseded = True
+        provider = run.provider or "unknown"
+        for pieces in run.reasoning.values():  # reasoning cut short: shown, never sent
+            thought = "".join(pieces)
+            if thought.strip():
+                self.messages.append(ReasoningMessage(thought, provider, None, incomplete=True))
+        run.reasoning.clear()
         text = "".join(run.partial)
         run.partial.clear()
         if text.strip():

@@ -4,7 +4,9 @@ Imports only the standard library; the shapes are plain dicts, no SDK types. Con
 ToolCallMessages are one assistant turn, except that one carrying its own text starts a new
 turn: that is how several calls from one reply are stored. A call's result follows its turn as
 a ``tool`` message (OpenAI) or a ``tool_result`` block (Anthropic). Pending calls are left out
-when ``include_pending`` is false, so nothing unresolved is sent to a model.
+when ``include_pending`` is false, so nothing unresolved is sent to a model. Reasoning goes only
+into the shape of the provider that made it: Anthropic's ``thinking`` and ``redacted_thinking``
+blocks, exactly as received; the OpenAI chat shape has no place for reasoning and leaves it out.
 """
 
 from __future__ import annotations
@@ -13,7 +15,18 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.messages import (
+    AgentMessage,
+    Message,
+    ReasoningMessage,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+)
+
+ANTHROPIC = "anthropic"
+"""The provider name whose reasoning the Anthropic shape carries."""
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
 
 
 def tool_call_turns(
@@ -99,6 +112,10 @@ def to_anthropic_format(
             results = [_tool_result_block(call) for call in item if not call.pending]
             if results:
                 add("user", results)
+        elif isinstance(item, ReasoningMessage):
+            block = thinking_block(item)
+            if block is not None:
+                add("assistant", [block])
         elif isinstance(item, AgentMessage) or (
             isinstance(item, TextMessage) and item.role is Role.SYSTEM
         ):
@@ -106,6 +123,22 @@ def to_anthropic_format(
         elif isinstance(item, TextMessage) and item.text.strip():
             add(item.role.value, [{"type": "text", "text": item.text}])
     return {"system": "\n\n".join(t for t in system if t.strip()), "messages": turns}
+
+
+def thinking_block(message: ReasoningMessage) -> dict[str, Any] | None:
+    """The Anthropic block of reasoning Anthropic made, as it was received; None for other
+    reasoning (another provider's, or cut short)."""
+    payload = message.payload
+    if message.provider != ANTHROPIC or not message.replayable or payload is None:
+        return None
+    kind = payload.get("type")
+    if kind not in THINKING_BLOCKS:
+        return None
+    block: dict[str, Any] = {"type": kind}
+    if kind == "thinking":
+        block["thinking"] = message.text
+    block.update((k, v) for k, v in payload.items() if k != "type")
+    return block
 
 
 def _tool_use_blocks(turn: list[ToolCallMessage]) -> list[dict[str, Any]]:

@@ -13,12 +13,25 @@ from app.domain.errors import MessageListDeserializationError
 from app.domain.messages import (
     AgentMessage,
     Message,
+    ReasoningMessage,
     ToolCallMessage,
     message_from_dict,
     message_to_dict,
 )
 
 FORMAT_VERSION = "1.0"
+"""The version of a document holding only seed 001's message types: the seed's reader reads it."""
+REASONING_FORMAT_VERSION = "1.1"
+"""The version of a document that holds a ``ReasoningMessage`` (docs/format.md): a reader that
+knows only "1.0" refuses it by its version instead of misreading it."""
+SUPPORTED_VERSIONS = (FORMAT_VERSION, REASONING_FORMAT_VERSION)
+
+
+def format_version(messages: Iterable[Message]) -> str:
+    """The lowest version that can hold ``messages``: "1.0" unless one is a ReasoningMessage."""
+    if any(isinstance(m, ReasoningMessage) for m in messages):
+        return REASONING_FORMAT_VERSION
+    return FORMAT_VERSION
 
 
 class MessageList:
@@ -99,26 +112,28 @@ class MessageList:
     # --- serialization (only here) ------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
-        """Serialize to the "1.0" document: ``{"messages": [...], "version": "1.0"}``.
+        """Serialize to the document ``{"messages": [...], "version": "1.0"}`` (``"1.1"`` when
+        it holds reasoning, see ``format_version``).
 
         The document shares nothing with the messages: changing it leaves them as they are.
         """
         return {
             "messages": [message_to_dict(m, i, copy=True) for i, m in enumerate(self._messages)],
-            "version": FORMAT_VERSION,
+            "version": format_version(self._messages),
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> MessageList:
-        """Deserialize a "1.0" document; errors name the bad message's index and field."""
+        """Deserialize a "1.0" or "1.1" document; errors name the bad message's index and field."""
         if not isinstance(data, Mapping):
             raise MessageListDeserializationError(
                 f"a MessageList must be a JSON object, not {type(data).__name__}"
             )
         version = data.get("version")
-        if version != FORMAT_VERSION:
+        if version not in SUPPORTED_VERSIONS:
+            expected = " or ".join(repr(v) for v in SUPPORTED_VERSIONS)
             raise MessageListDeserializationError(
-                f"version: unsupported version {version!r} (expected {FORMAT_VERSION!r})"
+                f"version: unsupported version {version!r} (expected {expected})"
             )
         raw = data.get("messages")
         if not isinstance(raw, list):

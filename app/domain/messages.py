@@ -162,6 +162,63 @@ class ToolCallMessage(Message):
         return data
 
 
+@dataclass(frozen=True)
+class ReasoningMessage(Message):
+    """The model's reasoning in its turn (DESIGN §2a): visible text and an opaque payload.
+
+    ``text`` is what may be shown (the thinking, or a summary of it; possibly empty).
+    ``provider`` names the adapter that made it; ``payload`` is that provider's opaque data
+    (Anthropic's signature or redacted data, OpenAI's reasoning item with its encrypted
+    content), stored and handed back to that provider exactly as received, never read by
+    Parley; ``None`` for reasoning that cannot be handed back. ``incomplete`` marks reasoning
+    cut short by an abort: it is shown, never sent to a model.
+    """
+
+    text: str
+    provider: str
+    payload: dict[str, Any] | None = None
+    incomplete: bool = False
+    type: ClassVar[str] = "ReasoningMessage"
+
+    def __post_init__(self) -> None:
+        _check_text(self)
+        if not isinstance(self.provider, str) or not self.provider.strip():
+            raise TypeError("ReasoningMessage.provider must be a non-empty str")
+        if self.payload is not None and not isinstance(self.payload, dict):
+            kind = type(self.payload).__name__
+            raise TypeError(f"ReasoningMessage.payload must be a dict or None, not {kind}")
+
+    @property
+    def role(self) -> Role:
+        return Role.ASSISTANT
+
+    @property
+    def replayable(self) -> bool:
+        """Whether it can go back to its provider: complete, with the provider's payload."""
+        return self.payload is not None and not self.incomplete
+
+    def to_serializable_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "type": self.type,
+            "text": self.text,
+            "provider": self.provider,
+            "payload": self.payload,
+            "role": Role.ASSISTANT.value,
+        }
+        if self.incomplete:
+            data["incomplete"] = True
+        return data
+
+
+MESSAGE_TYPES: tuple[type[Message], ...] = (
+    TextMessage,
+    AgentMessage,
+    ToolCallMessage,
+    ReasoningMessage,
+)
+"""Every message type the codec reads and writes."""
+
+
 def json_copy(value: Any) -> Any:
     """A copy of a JSON value's objects and arrays, so a document and the messages read from or
     written to it never share a mutable part (changing one does not change the other)."""
@@ -179,7 +236,7 @@ def error_text(error: str | BaseException | None) -> str | None:
     return str(error) or type(error).__name__
 
 
-def _check_text(message: TextMessage | AgentMessage) -> None:
+def _check_text(message: TextMessage | AgentMessage | ReasoningMessage) -> None:
     if not isinstance(message.text, str):
         raise TypeError(
             f"{type(message).__name__}.text must be a str, not {type(message.text).__name__}"
@@ -201,7 +258,7 @@ def message_to_dict(message: Message, index: int, *, copy: bool = False) -> dict
 
     ``copy=True`` gives a dict that shares no object or array with the message.
     """
-    if not isinstance(message, TextMessage | AgentMessage | ToolCallMessage):
+    if not isinstance(message, MESSAGE_TYPES):
         raise MessageListSerializationError(
             f"message {index} is a {type(message).__name__}, which cannot be serialized"
         )
@@ -329,7 +386,9 @@ def _read_message(data: Any, where: str, copy: bool = True) -> Message:
         return AgentMessage(text=r.text("text"))
     if kind == ToolCallMessage.type:
         return _tool_call_from_dict(r)
-    known = ", ".join((TextMessage.type, AgentMessage.type, ToolCallMessage.type))
+    if kind == ReasoningMessage.type:
+        return _reasoning_from_dict(r)
+    known = ", ".join(t.type for t in MESSAGE_TYPES)
     raise r.fail("type", f"unknown message type {kind!r} (expected one of {known})")
 
 
@@ -355,4 +414,17 @@ def _tool_call_from_dict(r: _Reader) -> ToolCallMessage:
         error=error,
         message=r.text("message", required=False),
         pending=pending,
+    )
+
+
+def _reasoning_from_dict(r: _Reader) -> ReasoningMessage:
+    r.role((Role.ASSISTANT,), default=Role.ASSISTANT)
+    payload = r.data.get("payload")
+    if payload is not None and not isinstance(payload, dict):
+        raise r.fail("payload", f"must be an object or null, not {_json_type(payload)}")
+    return ReasoningMessage(
+        text=r.text("text", required=False),
+        provider=r.text("provider", non_empty=True),
+        payload=r.copied("payload", payload),
+        incomplete=r.flag("incomplete"),
     )

@@ -16,7 +16,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.domain.errors import ProviderFormatError
-from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.formats import ANTHROPIC, THINKING_BLOCKS
+from app.domain.messages import (
+    AgentMessage,
+    Message,
+    ReasoningMessage,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+)
 from app.domain.unicode import MAX_JSON_DEPTH, unstorable_json
 
 Loc = tuple[str | int, ...]
@@ -272,11 +280,17 @@ def _result_text(content: Any, loc: Loc) -> str:
 
 
 def _assistant_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Calls) -> None:
-    """Text then tool_use blocks: a text just before a call is that call's reply text."""
+    """Thinking, text and tool_use blocks: a text just before a call is that call's reply text;
+    thinking is kept as Anthropic's reasoning, exactly as it is."""
     text: str | None = None
     for j, block in enumerate(blocks):
         kind = block.get("type")
-        if kind == "text":
+        if kind in THINKING_BLOCKS:
+            if text is not None:
+                calls.out.append(TextMessage(text, Role.ASSISTANT))
+                text = None
+            calls.out.append(_reasoning(block, (*loc, j), calls))
+        elif kind == "text":
             if text is not None:
                 calls.out.append(TextMessage(text, Role.ASSISTANT))
             text = calls.text(_field(block, "text", (*loc, j), (str,)), (*loc, j, "text"))
@@ -291,7 +305,24 @@ def _assistant_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Cal
             text = None
         else:
             raise _fail(
-                (*loc, j, "type"), f"an assistant block must be text or tool_use, not {kind!r}"
+                (*loc, j, "type"),
+                "an assistant block must be text, tool_use, thinking or redacted_thinking, "
+                f"not {kind!r}",
             )
     if text is not None:
         calls.out.append(TextMessage(text, Role.ASSISTANT))
+
+
+def _reasoning(block: Mapping[str, Any], loc: Loc, calls: _Calls) -> ReasoningMessage:
+    """A ``thinking`` (text and signature) or ``redacted_thinking`` (data) block as reasoning;
+    the payload is the block as it is, less the thinking text the message holds."""
+    if block.get("type") == "thinking":
+        text = calls.text(_field(block, "thinking", loc, (str,)), (*loc, "thinking"))
+        _field(block, "signature", loc, (str,))
+    else:
+        text = ""
+        _field(block, "data", loc, (str,))
+    if (why := unstorable_json(dict(block))) is not None:
+        raise _fail(loc, f"the block {why}")
+    payload = {k: v for k, v in block.items() if k != "thinking"}
+    return ReasoningMessage(text, ANTHROPIC, payload)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from app.domain.messages import Message, Role, TextMessage, ToolCallMessage
+from app.domain.messages import Message, ReasoningMessage, Role, TextMessage, ToolCallMessage
 
 INTERRUPTED = "interrupted: the tool call never got its result"
 """The error a call without its result is sent with."""
@@ -24,13 +24,15 @@ class RepairedMessage:
     sources: tuple[int, ...]
 
 
-def repair_history(messages: Sequence[Message]) -> list[Message]:
+def repair_history(messages: Sequence[Message], provider: str | None = None) -> list[Message]:
     """The history as every provider accepts it (see ``repair_with_sources`` for the rules)."""
-    return [r.message for r in repair_with_sources(messages)]
+    return [r.message for r in repair_with_sources(messages, provider)]
 
 
-def repair_with_sources(messages: Sequence[Message]) -> list[RepairedMessage]:
-    """The repaired history, each message with where it came from.
+def repair_with_sources(
+    messages: Sequence[Message], provider: str | None = None
+) -> list[RepairedMessage]:
+    """The repaired history for a request to ``provider``, each message with where it came from.
 
     - A tool call with no result (pending) is sent with an error saying it was interrupted.
     - A second call with an id already used is a result without its own call: dropped.
@@ -38,10 +40,18 @@ def repair_with_sources(messages: Sequence[Message]) -> list[RepairedMessage]:
     - Consecutive user texts are merged, as are consecutive assistant texts (and assistant
       text followed by a tool call that starts a reply becomes that call's text), so the
       roles alternate wherever a provider needs them to. System prompts stay where they are.
+    - Reasoning goes only to the provider that made it (any provider's when ``provider`` is
+      None), complete and with its payload, and only in a turn that goes on after it (a text
+      or a tool call of the assistant follows): it is never merged, changed or moved, so it
+      stays just before the call it preceded.
     """
     out: list[RepairedMessage] = []
     seen_ids: set[str] = set()
     for i, message in enumerate(messages):
+        if isinstance(message, ReasoningMessage):
+            if message.replayable and provider in (None, message.provider):
+                out.append(RepairedMessage(message, (i,)))
+            continue
         if isinstance(message, ToolCallMessage):
             if message.tool_call_id in seen_ids:
                 continue
@@ -53,7 +63,26 @@ def repair_with_sources(messages: Sequence[Message]) -> list[RepairedMessage]:
                 continue
             message = replace(message, incomplete=False)
         _append(out, RepairedMessage(message, (i,)))
-    return out
+    return _without_orphan_reasoning(out)
+
+
+def _without_orphan_reasoning(out: list[RepairedMessage]) -> list[RepairedMessage]:
+    """``out`` less each reasoning that no assistant text or tool call follows in its turn (a
+    reply cut off after its thinking): no provider takes a turn that ends in reasoning."""
+    kept: list[RepairedMessage] = []
+    follows = False  # an assistant text or call comes next, past any reasoning
+    for item in reversed(out):
+        message = item.message
+        if isinstance(message, ReasoningMessage):
+            if follows:
+                kept.append(item)
+            continue
+        follows = isinstance(message, ToolCallMessage) or (
+            isinstance(message, TextMessage) and message.role is Role.ASSISTANT
+        )
+        kept.append(item)
+    kept.reverse()
+    return kept
 
 
 def _append(out: list[RepairedMessage], item: RepairedMessage) -> None:

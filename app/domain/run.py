@@ -17,8 +17,10 @@ from typing import Any, Protocol
 
 from app.domain.adapter import (
     ContentBlockDelta,
+    ContentBlockStart,
     MessageStop,
     ModelAdapter,
+    ReasoningDone,
     RequestOptions,
     StreamChunk,
     ToolUse,
@@ -29,7 +31,14 @@ from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
 from app.domain.errors import ContextWindowError, ProviderError, ToolRoundLimitError
 from app.domain.message_list import MessageList
-from app.domain.messages import AgentMessage, Message, Role, TextMessage, ToolCallMessage
+from app.domain.messages import (
+    AgentMessage,
+    Message,
+    ReasoningMessage,
+    Role,
+    TextMessage,
+    ToolCallMessage,
+)
 from app.domain.repair import repair_history
 from app.domain.unicode import scrub, scrub_text
 
@@ -81,6 +90,10 @@ class Run:
     """One run's state: the text streamed but not yet stored, and whether it was cut short."""
 
     partial: list[str] = field(default_factory=list)
+    reasoning: dict[int, list[str]] = field(default_factory=dict)
+    """The reply's reasoning blocks still streaming, by block index: their text so far."""
+    provider: str = ""
+    """The adapter of the reply in progress."""
     replying: bool = False
     """A model reply is in progress: streaming, or its tools running."""
     superseded: bool = False
@@ -99,6 +112,8 @@ async def run_rounds(conversation: RunHost, run: Run) -> AsyncGenerator[RunEvent
                 if isinstance(chunk, ToolUse):
                     calls.append(chunk)
                 yield chunk
+                if isinstance(chunk, ReasoningDone):
+                    yield _append_reasoning(conversation, chunk, adapter.name, run)
         if run.superseded:
             return
         if not calls:
@@ -112,9 +127,20 @@ async def run_rounds(conversation: RunHost, run: Run) -> AsyncGenerator[RunEvent
                 yield event
 
 
+def _append_reasoning(
+    conversation: RunHost, done: ReasoningDone, provider: str, run: Run
+) -> MessageAppended:
+    """Store a finished reasoning block at once, in its place before the rest of the reply."""
+    run.reasoning.pop(done.index, None)
+    message = ReasoningMessage(done.text, provider, done.payload)
+    conversation.messages.append(message)
+    return MessageAppended(message, len(conversation.messages) - 1)
+
+
 def _append_final_text(conversation: RunHost, run: Run) -> MessageAppended:
     message = TextMessage("".join(run.partial), Role.ASSISTANT)
     run.partial.clear()
+    run.reasoning.clear()
     run.replying = False
     conversation.messages.append(message)
     return MessageAppended(message, len(conversation.messages) - 1, last=True)
@@ -128,11 +154,12 @@ async def _model_round(
     messages = list(conversation.messages)
     window = context_within(messages, config.context_max_tokens, _token_counter(adapter, model))
     _check_window(window, messages, config.context_max_tokens)
-    options = RequestOptions(model, config.temperature, config.max_output_tokens)
+    options = RequestOptions(model, config.temperature, config.max_output_tokens, config.reasoning)
     specs = [t.spec for t in config.tools]
-    run.replying = True
+    run.replying, run.provider = True, adapter.name
     conversation.reply_began()
-    stream = adapter.stream_message(repair_history(window.messages), specs, options)
+    history = repair_history(window.messages, provider=adapter.name)
+    stream = adapter.stream_message(history, specs, options)
     call_ids: set[str] = set()
     try:
         async for received in stream:
@@ -141,8 +168,11 @@ async def _model_round(
             chunk = _scrubbed(received)
             if isinstance(chunk, ToolUse):
                 _check_call(chunk, call_ids, adapter.name)
-            if isinstance(chunk, ContentBlockDelta):
-                run.partial.append(chunk.delta)
+            if isinstance(chunk, ContentBlockStart) and chunk.type == "reasoning":
+                run.reasoning[chunk.index] = []
+            elif isinstance(chunk, ContentBlockDelta):
+                reasoning = run.reasoning.get(chunk.index)
+                (run.partial if reasoning is None else reasoning).append(chunk.delta)
             yield chunk
             if isinstance(chunk, MessageStop):
                 return
@@ -159,8 +189,11 @@ def _scrubbed(chunk: StreamChunk) -> StreamChunk:
     """The chunk with text that can be encoded (a model's JSON may hold lone surrogates) and
     token counts that are counts."""
     if isinstance(chunk, MessageStop):
-        usage = Usage(_count(chunk.usage.input_tokens), _count(chunk.usage.output_tokens))
+        usage = Usage(**{k: _count(v) for k, v in chunk.usage.as_dict().items()})
         return chunk if usage == chunk.usage else dataclasses.replace(chunk, usage=usage)
+    if isinstance(chunk, ReasoningDone):
+        payload = chunk.payload if chunk.payload is None else scrub(chunk.payload)
+        return dataclasses.replace(chunk, text=scrub_text(chunk.text), payload=payload)
     if isinstance(chunk, ContentBlockDelta):
         delta = scrub_text(chunk.delta)
         return chunk if delta is chunk.delta else dataclasses.replace(chunk, delta=delta)
@@ -254,6 +287,7 @@ async def _tool_round(
     if run.superseded:
         return
     run.partial.clear()
+    run.reasoning.clear()
     run.replying = False
     start = len(conversation.messages)
     conversation.messages.extend(results)

@@ -5,12 +5,15 @@ word with the whitespace before it, so the deltas join back into the exact text)
 ``delay_ms`` before each. A last user message ``call <tool_name> <JSON object>`` makes it call
 that tool instead (a JSON object that could not be stored, as ``unstorable_json`` says, is no
 call: it is echoed); once a result of a call made after that message is in the conversation it
-answers with the latest such result as text (an error as ``Error: …``). Imports the domain only.
+answers with the latest such result as text (an error as ``Error: …``). When the request asks for
+reasoning (an effort other than ``none``) it first thinks: a short reasoning block, streamed word
+by word too, whose payload is a signature of its text. Imports the domain only.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
@@ -22,6 +25,7 @@ from app.domain import (
     Message,
     MessageStop,
     ModelResponse,
+    ReasoningDone,
     RequestOptions,
     Role,
     StreamChunk,
@@ -66,16 +70,42 @@ class OfflineAdapter:
         text, call = _reply(messages)
         words = re.findall(r"\s*\S+", text)
         usage_in = sum(approximate_tokens(message_text(m)) for m in messages)
-        yield ContentBlockStart(0)
-        for word in words:
-            if self.delay:
-                await asyncio.sleep(self.delay)
-            yield ContentBlockDelta(word)
-        yield ContentBlockStop(0)
+        thought = _thought(words, call) if options.reasoning and options.reasoning.on else []
+        index = 0
+        if thought:
+            yield ContentBlockStart(0, "reasoning")
+            async for chunk in self._words(thought, 0):
+                yield chunk
+            yield ContentBlockStop(0)
+            yield ReasoningDone("".join(thought), _signed("".join(thought)), 0)
+            index = 1
+        yield ContentBlockStart(index)
+        async for chunk in self._words(words, index):
+            yield chunk
+        yield ContentBlockStop(index)
         if call is not None:
             yield call
         stop = "tool_use" if call is not None else "end_turn"
-        yield MessageStop(stop, Usage(usage_in, len(words) + (call is not None)))
+        out = len(words) + len(thought) + (call is not None)
+        yield MessageStop(stop, Usage(usage_in, out, reasoning_tokens=len(thought)))
+
+    async def _words(self, words: list[str], index: int) -> AsyncIterator[StreamChunk]:
+        for word in words:
+            if self.delay:
+                await asyncio.sleep(self.delay)
+            yield ContentBlockDelta(word, index)
+
+
+def _thought(words: list[str], call: ToolUse | None) -> list[str]:
+    """The offline model's reasoning, word by word: what it was given and what it will do."""
+    plan = f"call the tool {call.tool_name}" if call is not None else "echo it back"
+    text = f"The last message has {len(words)} words, so I will {plan}."
+    return re.findall(r"\s*\S+", text)
+
+
+def _signed(text: str) -> dict[str, str]:
+    """The offline reasoning's payload: a signature of its text, as a real provider signs."""
+    return {"type": "offline", "signature": hashlib.sha256(text.encode()).hexdigest()[:32]}
 
 
 def _reply(messages: Sequence[Message]) -> tuple[str, ToolUse | None]:

@@ -7,11 +7,12 @@ problem+json responses (``type`` ``/problems/<code>`` and ``code``).
 Events, in the order a run sends them:
 
     run_started          {run_id, conversation_id, message_count, version}
-    content_block_start  {index}
+    content_block_start  {index, type}                 type: "text" or "reasoning"
     content_block_delta  {index, delta}
     content_block_stop   {index}
     tool_use             {tool_call_id, tool_name, params}
-    message_stop         {stop_reason, usage: {input_tokens, output_tokens}}
+    message_stop         {stop_reason, usage: {input_tokens, output_tokens, reasoning_tokens,
+                          cache_read_tokens, cache_write_tokens}}
     message              {index, version, message}      a message appended and already stored
     requires_action      {tool_calls: [{tool_call_id, tool_name, arguments}]}
     error                {code, detail, retryable[, retry_after]}
@@ -108,6 +109,7 @@ FINAL_STATUSES: tuple[RunStatus, ...] = (
 OnDisconnect = Literal["cancel", "continue"]
 
 RUN_STARTED = "run_started"
+CONTENT_BLOCK_START = "content_block_start"
 CONTENT_BLOCK_DELTA = "content_block_delta"
 MESSAGE = "message"
 REQUIRES_ACTION = "requires_action"
@@ -115,7 +117,7 @@ ERROR = "error"
 DONE = "done"
 EVENT_NAMES = (
     RUN_STARTED,
-    "content_block_start",
+    CONTENT_BLOCK_START,
     CONTENT_BLOCK_DELTA,
     "content_block_stop",
     "tool_use",
@@ -204,16 +206,14 @@ def chunk_payload(chunk: StreamChunk) -> dict[str, Any]:
     """The JSON body of a chunk's event."""
     if isinstance(chunk, ContentBlockDelta):
         return {"index": chunk.index, "delta": chunk.delta}
-    if isinstance(chunk, ContentBlockStart | ContentBlockStop):
+    if isinstance(chunk, ContentBlockStart):
+        return {"index": chunk.index, "type": chunk.type}
+    if isinstance(chunk, ContentBlockStop):
         return {"index": chunk.index}
     if isinstance(chunk, ToolUse):
         return {"tool_call_id": chunk.id, "tool_name": chunk.tool_name, "params": chunk.params}
     if isinstance(chunk, MessageStop):
-        usage = {
-            "input_tokens": chunk.usage.input_tokens,
-            "output_tokens": chunk.usage.output_tokens,
-        }
-        return {"stop_reason": chunk.stop_reason, "usage": usage}
+        return {"stop_reason": chunk.stop_reason, "usage": chunk.usage.as_dict()}
     raise TypeError(f"not a stream chunk: {chunk!r}")  # pragma: no cover
 
 
@@ -337,11 +337,19 @@ def stored_events(row: EventRow) -> Iterator[RunEvent]:
 
 
 def unfinished_reply(rows: Sequence[EventRow]) -> str:
-    """The text a run streamed after its last stored message: the reply it was writing."""
+    """The text a run streamed after its last stored message: the reply it was writing (its
+    reasoning blocks' deltas left out)."""
     text: list[str] = []
+    reasoning: set[int] = set()
     for row in rows:
         if row.name == MESSAGE:
             text.clear()
+        elif row.name == CONTENT_BLOCK_START:
+            body = json.loads(row.data)
+            if body.get("type") == "reasoning":
+                reasoning.add(body["index"])
+            else:
+                reasoning.discard(body["index"])
         elif row.name == CONTENT_BLOCK_DELTA:
-            text.extend(e.delta or "" for e in stored_events(row))
+            text.extend(e.delta or "" for e in stored_events(row) if e.index not in reasoning)
     return "".join(text)

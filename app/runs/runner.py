@@ -29,9 +29,11 @@ from app.domain import (
     MessageAppended,
     MessageStop,
     ProviderError,
+    ReasoningDone,
     Role,
     TextMessage,
     ToolRoundLimitError,
+    Usage,
 )
 from app.runs.conversations import Delta, config_update
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
@@ -77,7 +79,7 @@ _STOPPED_STATUS = {"cancel": "aborted", "disconnect": "aborted", "lease_lost": "
 class _Progress:
     """What the run's task knows while it drives the stream."""
 
-    usage: dict[str, int] = field(default_factory=lambda: {"input_tokens": 0, "output_tokens": 0})
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(Usage.KINDS, 0))
     reply_complete: bool = False
     model_finished: bool = False
     """The model sent the stop of its final reply: its text is whole."""
@@ -210,10 +212,12 @@ class RunService:
                         await self._store(run, conversation, progress, event.index + 1)
                     continue
                 observer.chunk(event)
+                if isinstance(event, ReasoningDone):
+                    continue  # its message, stored next, is announced by a `message` event
                 if isinstance(event, MessageStop):
                     progress.model_finished = event.stop_reason != "tool_use"
-                    progress.usage["input_tokens"] += event.usage.input_tokens or 0
-                    progress.usage["output_tokens"] += event.usage.output_tokens or 0
+                    for kind, count in event.usage.as_dict().items():
+                        progress.usage[kind] += count or 0
                 out = chunk_event(run.seq + 1, event)
                 run.publish([out])
                 writer.add(run, out)
