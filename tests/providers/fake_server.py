@@ -3,6 +3,10 @@
 Standard library only. It records every request (method, path, headers, JSON body) and answers
 each with the next scripted ``Reply``: a JSON body with a status and headers, or an event stream
 that ends cleanly, is cut mid-way, or hangs until the client goes away (``disconnected``).
+
+A fake of a real API enforces its rules: ``check`` sees every request first and may answer it
+with the API's own refusal (a ``Reply``) instead of the script; ``responder`` answers the
+requests the script has no reply left for, so a fake model can reply to what it is sent.
 """
 
 from __future__ import annotations
@@ -11,10 +15,17 @@ import asyncio
 import contextlib
 import json
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-_REASONS = {200: "OK", 401: "Unauthorized", 429: "Too Many Requests", 500: "Internal Server Error"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+}
 
 
 @dataclass
@@ -44,10 +55,16 @@ class Reply:
     delay: float = 0.0
 
 
+Answer = Callable[[Received], "Reply | None"]
+"""Looks at one request; a Reply to answer it with, or None to leave it to the script."""
+
+
 class FakeServer:
     """Serve scripted replies on 127.0.0.1; use ``async with FakeServer() as server``."""
 
-    def __init__(self) -> None:
+    def __init__(self, check: Answer | None = None, responder: Answer | None = None) -> None:
+        self.check = check
+        self.responder = responder
         self.received: list[Received] = []
         self.replies: deque[Reply] = deque()
         self.disconnected = asyncio.Event()
@@ -92,7 +109,7 @@ class FakeServer:
         try:
             while (request := await _read_request(reader)) is not None:
                 self.received.append(request)
-                reply = self.replies.popleft() if self.replies else _unscripted()
+                reply = self._reply_to(request)
                 if not await self._answer(reply, reader, writer):
                     break
         except (ConnectionError, asyncio.IncompleteReadError):
@@ -102,6 +119,15 @@ class FakeServer:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+    def _reply_to(self, request: Received) -> Reply:
+        refusal = self.check(request) if self.check is not None else None
+        if refusal is not None:
+            return refusal
+        if self.replies:
+            return self.replies.popleft()
+        answer = self.responder(request) if self.responder is not None else None
+        return answer if answer is not None else _unscripted()
 
     async def _answer(
         self, reply: Reply, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
