@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.adapter import ToolSpec
+from app.domain.arguments import MAX_ERRORS, argument_errors
 from app.domain.errors import ConversationConfigurationError
 
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
@@ -87,9 +88,16 @@ class Tool:
         arguments: Mapping[str, Any],
         timeout: float,  # noqa: ASYNC109 - a per-tool limit the caller passes down
     ) -> tuple[Any, str | None]:
-        """Run the function; return ``(jsonable result, None)`` or ``(None, error text)``."""
+        """Run the function; return ``(jsonable result, None)`` or ``(None, error text)``.
+
+        Arguments that do not fit the tool's schema (or name no parameter of its function) are
+        refused before it runs: the error says, field by field, what was expected.
+        """
         if self.function is None:
             return None, f"tool {self.name!r} is executed by the client"
+        problems = self.argument_errors(arguments)
+        if problems:
+            return None, f"invalid arguments for tool {self.name!r}: {'; '.join(problems)}"
         try:
             # asyncio.timeout, not wait_for: on Python 3.11 wait_for drops a stop (a cancel)
             # that lands as the tool finishes, and the run would go on.
@@ -105,6 +113,29 @@ class Tool:
         except Exception as exc:  # a tool's failure is data sent back to the model
             return None, f"{type(exc).__name__}: {exc}"
         return to_jsonable(value), None
+
+    def argument_errors(self, arguments: Mapping[str, Any]) -> list[str]:
+        """What is wrong with ``arguments`` for this tool (see ``app.domain.arguments``)."""
+        problems = argument_errors(self.parameters, dict(arguments))
+        if self.function is not None:
+            problems += _unknown_names(self.function, arguments)
+        return problems[:MAX_ERRORS]
+
+
+def _unknown_names(function: Callable[..., Any], arguments: Mapping[str, Any]) -> list[str]:
+    """The arguments no parameter of ``function`` takes (none when it takes ``**kwargs``)."""
+    try:
+        params = inspect.signature(function).parameters
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return []
+    if any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        return []
+    names = [n for n, p in params.items() if p.kind not in (p.VAR_POSITIONAL, p.POSITIONAL_ONLY)]
+    return [
+        f"arguments.{name}: is not a parameter (parameters: {', '.join(names) or 'none'})"
+        for name in arguments
+        if name not in names
+    ]
 
 
 def to_jsonable(value: Any, _depth: int = 0) -> Any:
