@@ -51,7 +51,12 @@ from app.domain.messages import (
     ToolCallMessage,
 )
 from app.domain.provider_import import from_anthropic_format, from_openai_format
-from app.domain.repair import RepairedMessage, repair_history, repair_with_sources
+from app.domain.repair import (
+    RepairedMessage,
+    interrupt_passed_calls,
+    repair_history,
+    repair_with_sources,
+)
 from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
 from app.domain.tools import Tool, to_jsonable
 
@@ -105,6 +110,7 @@ __all__ = [
     "format_version",
     "from_anthropic_format",
     "from_openai_format",
+    "interrupt_passed_calls",
     "repair_history",
     "repair_with_sources",
     "to_anthropic_format",

@@ -2,7 +2,9 @@
 
 Imports only the standard library and the domain. The inverse of ``app.domain.formats``: what
 ``to_openai_format`` / ``to_anthropic_format`` write, these read back to messages that write the
-same document again. A call with no result after it is read as pending. A bad item raises
+same document again. A call with no result after it is read as pending — unless the
+conversation went on past it (a message follows), which makes it interrupted
+(``repair.interrupt_passed_calls``). A bad item raises
 ProviderFormatError naming it by index and field (``loc``). JSON texts inside the document
 (OpenAI's ``arguments``, a result's content) are held to what the API stores: no NUL, no lone
 surrogate, no non-finite number (as ``app/api/strict_json.py`` refuses them in a body), and no
@@ -25,6 +27,7 @@ from app.domain.messages import (
     TextMessage,
     ToolCallMessage,
 )
+from app.domain.repair import interrupt_passed_calls
 from app.domain.unicode import MAX_JSON_DEPTH, unstorable_json
 
 Loc = tuple[str | int, ...]
@@ -147,7 +150,7 @@ def from_openai_format(messages: Any, max_text_chars: int | None = None) -> list
             calls.answer(call_id, _openai_text(item, loc), None, (*loc, "tool_call_id"))
         else:
             raise _fail((*loc, "role"), f"unknown role {role!r}")
-    return out
+    return interrupt_passed_calls(out)
 
 
 def _openai_text(item: Mapping[str, Any], loc: Loc) -> str:
@@ -240,7 +243,7 @@ def from_anthropic_format(
             _user_blocks(blocks, (*loc, "content"), calls)
         else:
             _assistant_blocks(blocks, (*loc, "content"), calls)
-    return out
+    return interrupt_passed_calls(out)
 
 
 def _anthropic_system(system: Any) -> str:

@@ -66,6 +66,22 @@ def repair_with_sources(
     return _without_orphan_reasoning(out)
 
 
+def interrupt_passed_calls(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with each pending call that the conversation has moved past (a message
+    other than a tool call comes after it) completed with the ``INTERRUPTED`` error: nobody
+    will post its result, and a conversation left waiting for it could never run again. A
+    pending call at the end stays pending."""
+    out = list(messages)
+    moved_on = False
+    for i in range(len(out) - 1, -1, -1):
+        message = out[i]
+        if not isinstance(message, ToolCallMessage):
+            moved_on = True
+        elif message.pending and moved_on:
+            out[i] = message.completed(error=INTERRUPTED)
+    return out
+
+
 def _without_orphan_reasoning(out: list[RepairedMessage]) -> list[RepairedMessage]:
     """``out`` less each reasoning that no assistant text or tool call follows in its turn (a
     reply cut off after its thinking): no provider takes a turn that ends in reasoning."""

@@ -13,11 +13,13 @@ from app.domain import (
     AgentMessage,
     Message,
     ProviderFormatError,
+    ReasoningMessage,
     Role,
     TextMessage,
     ToolCallMessage,
     from_anthropic_format,
     from_openai_format,
+    interrupt_passed_calls,
     to_anthropic_format,
     to_openai_format,
 )
@@ -30,9 +32,21 @@ results = st.sampled_from([None, 1, "text", '"quoted"', {"a": [1, "é"]}, [], "E
 def histories(draw: st.DrawFn) -> list[Message]:
     out: list[Message] = []
     for i in range(draw(st.integers(0, 10))):
-        kind = draw(st.sampled_from(["agent", "user", "assistant", "system", "call"]))
+        kind = draw(st.sampled_from(["agent", "user", "assistant", "system", "call", "reasoning"]))
         if kind == "agent":
             out.append(AgentMessage(draw(texts)))
+        elif kind == "reasoning":
+            payload = draw(
+                st.sampled_from(
+                    [
+                        {"type": "thinking", "signature": f"sig{i}"},
+                        {"type": "redacted_thinking", "data": f"data{i}"},
+                    ]
+                )
+            )
+            provider = draw(st.sampled_from(["anthropic", "openai"]))
+            text = draw(texts) if payload["type"] == "thinking" else ""
+            out.append(ReasoningMessage(text, provider, payload))
         elif kind == "call":
             outcome = draw(st.sampled_from(["result", "error", "pending"]))
             out.append(
@@ -48,7 +62,32 @@ def histories(draw: st.DrawFn) -> list[Message]:
             )
         else:
             out.append(TextMessage(draw(texts), Role(kind), incomplete=draw(st.booleans())))
-    return out
+    return interrupt_passed_calls(out)  # as stored: a pending call only at the end
+
+
+def test_a_call_the_conversation_moved_past_is_imported_interrupted() -> None:
+    """Issue 31: an OpenAI request whose call has no result, then a user message (the user
+    carried on), imported as a pending call, could never run again."""
+    messages = from_openai_format(
+        [
+            {"role": "user", "content": "time?"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "function": {"name": "clock"}}]},
+            {"role": "user", "content": "never mind"},
+            {"role": "assistant", "tool_calls": [{"id": "c2", "function": {"name": "clock"}}]},
+        ]
+    )
+    passed, last = messages[1], messages[3]
+    assert isinstance(passed, ToolCallMessage) and not passed.pending
+    assert passed.error_text == "interrupted: the tool call never got its result"
+    assert isinstance(last, ToolCallMessage) and last.pending  # the one still to answer
+    anthropic = from_anthropic_format(
+        None,
+        [
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "x"}]},
+            {"role": "user", "content": "carry on"},
+        ],
+    )
+    assert isinstance(anthropic[0], ToolCallMessage) and not anthropic[0].pending
 
 
 @settings(max_examples=300, deadline=None)
