@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -151,14 +151,11 @@ async def _model_round(
 ) -> AsyncGenerator[StreamChunk, None]:
     """One model reply: the adapter's chunks, its text gathered in ``run.partial``."""
     config = conversation.config
-    messages = list(conversation.messages)
-    window = context_within(messages, config.context_max_tokens, _token_counter(adapter, model))
-    _check_window(window, messages, config.context_max_tokens)
     options = RequestOptions(model, config.temperature, config.max_output_tokens, config.reasoning)
     specs = [t.spec for t in config.tools]
     run.replying, run.provider = True, adapter.name
     conversation.reply_began()
-    history = repair_history(window.messages, provider=adapter.name)
+    history = repair_history(_window(conversation, adapter, model), provider=adapter.name)
     stream = adapter.stream_message(history, specs, options)
     call_ids: set[str] = set()
     try:
@@ -183,6 +180,18 @@ async def _model_round(
     raise ProviderError(
         "bad_response", f"{adapter.name}: the reply ended before its stop", retryable=True
     )
+
+
+def _window(conversation: RunHost, adapter: ModelAdapter, model: str) -> Sequence[Message]:
+    """The messages a request sends: all of them without a budget (nothing is counted, so no
+    tokenizer is loaded), else those within ``context_max_tokens``."""
+    messages = list(conversation.messages)
+    budget = conversation.config.context_max_tokens
+    if budget is None:
+        return messages
+    window = context_within(messages, budget, _token_counter(adapter, model))
+    _check_window(window, messages, budget)
+    return window.messages
 
 
 def _scrubbed(chunk: StreamChunk) -> StreamChunk:
