@@ -86,12 +86,16 @@ def messages_request(
 
     ``options.temperature`` is not sent: the API version this SDK speaks has no sampling
     temperature (docs/providers.md). Raises ProviderError (``invalid_request``) for a prefill
-    while thinking is on, before anything is sent.
+    while thinking is on, before anything is sent. A tool loop whose assistant turn has no
+    thinking (begun on another provider, or with thinking off) is continued with thinking
+    off for that one request: Anthropic refuses thinking that does not lead that turn.
     """
     system, turns = anthropic_turns(messages)
     thinking = thinking_request(options.reasoning)
     if thinking.on and turns and turns[-1]["role"] == "assistant":
         raise ProviderError("invalid_request", PREFILL_WITH_THINKING)
+    if thinking.on and _loop_without_thinking(turns):
+        thinking = ThinkingRequest({"type": "disabled"})  # as Anthropic would, mid-loop
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": (options.max_output_tokens or max_tokens) + thinking.reserve,
@@ -107,6 +111,16 @@ def messages_request(
     if thinking.effort is not None:
         request["output_config"] = {"effort": thinking.effort}
     return request
+
+
+def _loop_without_thinking(turns: list[dict[str, Any]]) -> bool:
+    """The request continues a tool loop (tool results last) whose assistant turn does not
+    start with thinking."""
+    if len(turns) < 2 or turns[-1]["role"] != "user":
+        return False
+    if not any(b.get("type") == "tool_result" for b in turns[-1]["content"]):
+        return False
+    return turns[-2]["content"][0].get("type") not in THINKING_BLOCKS
 
 
 def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:

@@ -152,23 +152,13 @@ async def _one_call(adapter: AnthropicAdapter) -> LLMConversation:
     return conv
 
 
-def _replace_reasoning(conv: LLMConversation, new: ReasoningMessage | None) -> list[Message]:
-    return [
-        (new if isinstance(m, ReasoningMessage) else m)
-        for m in conv.messages
-        if new is not None or not isinstance(m, ReasoningMessage)
-    ]
+def _replace_reasoning(conv: LLMConversation, new: ReasoningMessage) -> list[Message]:
+    return [(new if isinstance(m, ReasoningMessage) else m) for m in conv.messages]
 
 
 @pytest.mark.parametrize(
     ("change", "refusal"),
     [
-        (
-            "drop",
-            "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
-            "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
-            "with a thinking block",
-        ),
         ("trim", "messages.1.content.0: Invalid `signature` in `thinking` block"),
         ("byte", "messages.1.content.0: Invalid `signature` in `thinking` block"),
         ("signature", "messages.1.content.0: Invalid `signature` in `thinking` block"),
@@ -185,7 +175,6 @@ async def test_the_fake_refuses_a_follow_up_without_its_exact_thinking(
     original = next(m for m in conv.messages if isinstance(m, ReasoningMessage))
     assert original.payload is not None
     changed = {
-        "drop": None,
         "trim": ReasoningMessage(original.text.strip(), "anthropic", original.payload),
         "byte": ReasoningMessage(original.text.replace("#", "$"), "anthropic", original.payload),
         "signature": ReasoningMessage(
@@ -205,26 +194,47 @@ async def test_the_fake_refuses_a_follow_up_without_its_exact_thinking(
     )
 
 
-async def test_the_fake_refuses_thinking_after_tool_use(
-    server: FakeServer, anthropic_adapter: AnthropicAdapter, model: ThinkingModel
+@pytest.mark.parametrize(
+    ("change", "refusal"),
+    [
+        (
+            "drop",
+            "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+            "`tool_use`. When `thinking` is enabled, a final `assistant` message must start "
+            "with a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` "
+            "blocks).",
+        ),
+        (
+            "reverse",
+            "messages.1.content.1: `thinking` and `redacted_thinking` blocks must come before "
+            "any other content in an `assistant` message",
+        ),
+    ],
+)
+async def test_the_fake_refuses_a_tool_loop_turn_that_lacks_or_misplaces_its_thinking(
+    server: FakeServer,
+    anthropic_adapter: AnthropicAdapter,
+    model: ThinkingModel,
+    change: str,
+    refusal: str,
 ) -> None:
+    """Sent by hand through the SDK: the adapter never sends such a turn (without its
+    thinking, it turns thinking off for the request; thinking always leads)."""
     conv = await _one_call(anthropic_adapter)
     _, turns = anthropic_turns(list(conv.messages))
-    turns[1]["content"].reverse()  # tool_use, then thinking
+    if change == "drop":
+        del turns[1]["content"][0]
+    else:
+        turns[1]["content"].reverse()  # tool_use, then thinking
     client = anthropic.AsyncAnthropic(api_key="k", base_url=server.url, max_retries=0)
     with pytest.raises(anthropic.BadRequestError) as refused:
         await client.messages.create(
             model="claude-test", max_tokens=1000, messages=turns, thinking={"type": "adaptive"}
         )
     await client.close()
-    assert refused.value.body == {
-        "type": "error",
-        "error": {
-            "type": "invalid_request_error",
-            "message": "messages.1.content.1: `thinking` and `redacted_thinking` blocks must come "
-            "before any other content in an `assistant` message",
-        },
-    }
+    assert refused.value.body["type"] == "error"
+    assert refused.value.body["error"]["type"] == "invalid_request_error"
+    assert refused.value.body["error"]["message"].startswith(refusal)
 
 
 # --- switching provider mid-conversation ------------------------------------------------------
@@ -277,3 +287,28 @@ async def test_switching_provider_leaves_thinking_behind_and_comes_back_to_it(
     sent_thinking = [b for t in back["messages"] for b in t["content"] if b["type"] == "thinking"]
     assert sent_thinking == [issued_block(model, 0), issued_block(model, 1), issued_block(model, 2)]
     assert conv.messages[-1].role is Role.ASSISTANT
+
+
+async def test_a_tool_loop_begun_elsewhere_continues_here_with_thinking_off_for_one_request(
+    server: FakeServer, anthropic_adapter: AnthropicAdapter, model: ThinkingModel
+) -> None:
+    adapters = [OfflineAdapter(), anthropic_adapter]
+    tools = [Tool.client("get_weather")]
+    ask = [TextMessage('call get_weather {"city": "Oslo"}')]
+    conv = thinking_conversation(adapters, ask, tools, reasoning=Reasoning(effort="none"))
+    assert (await run(conv))[1] is None
+    (call,) = conv.messages.pending_tool_calls()
+    conv.add_tool_result(call[1].tool_call_id, {"temp_c": 3})
+    conv.apply_config_deltas({"preferred_provider": "anthropic", "reasoning": {"effort": "high"}})
+    assert (await run(conv))[1] is None
+    assert server.bodies[0]["thinking"] == {"type": "disabled"}
+    assert "output_config" not in server.bodies[0]
+    assert conv.messages[-1] == TextMessage('Done: {"temp_c": 3}', Role.ASSISTANT)
+
+    conv.continuation.request("And tomorrow?").prompt_conversation()
+    assert (await run(conv))[1] is None
+    conv.add_tool_result("toolu_think_1", {"temp_c": 4})
+    assert (await run(conv))[1] is None  # the loop begun here goes on with thinking
+    assert [b["thinking"] for b in server.bodies[1:]] == [{"type": "adaptive"}] * 2
+    assert server.bodies[2]["messages"][-2]["content"][0] == issued_block(model, 0)
+    assert conv.messages[-1] == TextMessage('Done: {"temp_c": 4}', Role.ASSISTANT)
