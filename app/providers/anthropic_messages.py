@@ -1,16 +1,15 @@
 """The ``anthropic`` adapter: the messages API through ``anthropic.AsyncAnthropic``, streamed.
 
 May import the domain, the provider helpers and the ``anthropic`` SDK. Three translations: our
-messages to a messages request (``anthropic_turns``), the event stream to our StreamChunks
-(``_EventReader``, over the shared SSE parser: no SDK object per event), the SDK's exceptions
-to ProviderError (``errors.anthropic_error``). The SDK client sends the request
-(``SSEAdapter._send``).
+messages to a messages request (``anthropic_request``), the event stream to our StreamChunks
+(``_EventReader``, over the shared SSE parser: no SDK object per event; thinking blocks become
+reasoning blocks and a ``ReasoningDone`` each), the SDK's exceptions to ProviderError
+(``errors.anthropic_error``). The SDK client sends the request (``SSEAdapter._send``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,20 +23,27 @@ from app.domain import (
     Message,
     MessageStop,
     ProviderError,
+    ReasoningDone,
     RequestOptions,
     StreamChunk,
     ToolSpec,
     ToolUse,
     Usage,
-    to_anthropic_format,
 )
+from app.domain.formats import THINKING_BLOCKS
+from app.providers.anthropic_request import anthropic_turns, messages_request
 from app.providers.base import ProviderConfig, SSEAdapter, event_json
 from app.providers.errors import anthropic_error, bad_response, stream_error
 from app.providers.sse import SSEEvent
 
 DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-6"
 
-_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+__all__ = [
+    "DEFAULT_ANTHROPIC_MODEL",
+    "AnthropicAdapter",
+    "AnthropicConfig",
+    "anthropic_turns",
+]
 
 
 @dataclass(frozen=True)
@@ -85,23 +91,14 @@ class AnthropicAdapter(SSEAdapter):
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
-        """The request's JSON body.
-
-        ``options.temperature`` is not sent: the API version this SDK speaks has no sampling
-        temperature (docs/providers.md).
-        """
-        system, turns = anthropic_turns(messages)
-        request: dict[str, Any] = {
-            "model": options.model or self.default_model,
-            "max_tokens": options.max_output_tokens or self.config.max_tokens,
-            "messages": turns,
-            "stream": True,
-        }
-        if system:
-            request["system"] = system
-        if tools:
-            request["tools"] = [anthropic_tool(t) for t in tools]
-        return request
+        """The request's JSON body (``anthropic_request.messages_request``)."""
+        return messages_request(
+            messages,
+            tools,
+            options,
+            model=options.model or self.default_model,
+            max_tokens=self.config.max_tokens,
+        )
 
     def _translator(self) -> _EventReader:
         return _EventReader()
@@ -110,74 +107,23 @@ class AnthropicAdapter(SSEAdapter):
         return anthropic_error(exc)
 
 
-def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
-    """A tool as the messages API declares it."""
-    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
-
-
-def anthropic_turns(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
-    """``(system, messages)`` as the API takes them, from the domain's Anthropic shape.
-
-    Pending calls are left out; blank text blocks are dropped (the API refuses them) and turns
-    left empty with them; same-role turns are merged; tool ids are made safe; a final assistant
-    turn is a prefill, so its trailing whitespace is cut (the API refuses that too).
-    """
-    shaped = to_anthropic_format(messages, include_pending=False)
-    turns: list[dict[str, Any]] = []
-    for turn in shaped["messages"]:
-        blocks = [_safe_block(b) for b in turn["content"] if not _blank(b)]
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == turn["role"]:
-            turns[-1]["content"].extend(blocks)
-        else:
-            turns.append({"role": turn["role"], "content": blocks})
-    _trim_prefill(turns)
-    return shaped["system"], turns
-
-
-def _blank(block: dict[str, Any]) -> bool:
-    return block.get("type") == "text" and not str(block.get("text", "")).strip()
-
-
-def _safe_block(block: dict[str, Any]) -> dict[str, Any]:
-    """The block with a tool id the API accepts (``[A-Za-z0-9_-]``), kept consistent per id."""
-    for key in ("id", "tool_use_id"):
-        if key in block and block.get("type") in ("tool_use", "tool_result"):
-            return {**block, key: _UNSAFE_ID.sub("_", str(block[key]))}
-    return block
-
-
-def _trim_prefill(turns: list[dict[str, Any]]) -> None:
-    """Cut trailing whitespace off a final assistant turn, dropping what becomes empty."""
-    while turns and turns[-1]["role"] == "assistant":
-        blocks = turns[-1]["content"]
-        last = blocks[-1]
-        if last.get("type") != "text":
-            return
-        text = str(last["text"]).rstrip()
-        if text:
-            blocks[-1] = {**last, "text": text}
-            return
-        blocks.pop()
-        if not blocks:
-            turns.pop()
-
-
 @dataclass
 class _Block:
-    """A content block being streamed: text, a tool call, or something we pass over."""
+    """A content block being streamed: text, a tool call, thinking (plain or redacted), or
+    something we pass over. ``start`` is the block as ``content_block_start`` gave it."""
 
     kind: str
     id: str = ""
     name: str = ""
     fragments: list[str] = field(default_factory=list)
-    initial: dict[str, Any] = field(default_factory=dict)
+    signature: list[str] = field(default_factory=list)
+    start: dict[str, Any] = field(default_factory=dict)
 
     def tool_use(self) -> ToolUse:
         raw = "".join(self.fragments).strip()
+        initial = self.start.get("input")
         try:
-            params = json.loads(raw) if raw else self.initial
+            params = json.loads(raw) if raw else initial if isinstance(initial, dict) else {}
         except (ValueError, RecursionError):  # not JSON; nested past what Python decodes
             params = None
         if not isinstance(params, dict):
@@ -186,6 +132,16 @@ class _Block:
             )
         return ToolUse(self.name, params, self.id)
 
+    def reasoning(self, index: int) -> ReasoningDone:
+        """The finished thinking: its whole text, and the block as received minus that text
+        (its signature gathered from ``signature_delta``s) as the payload to send back."""
+        if self.kind == "redacted_thinking":
+            return ReasoningDone("", dict(self.start), index)
+        payload = {k: v for k, v in self.start.items() if k != "thinking"}
+        if self.signature:
+            payload["signature"] = str(payload.get("signature") or "") + "".join(self.signature)
+        return ReasoningDone("".join(self.fragments), payload, index)
+
 
 @dataclass
 class _EventReader:
@@ -193,8 +149,7 @@ class _EventReader:
     events pass, an ``error`` event is raised as the ProviderError its type says."""
 
     blocks: dict[int, _Block] = field(default_factory=dict)
-    input_tokens: int | None = None
-    output_tokens: int | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
     stop_reason: str | None = None
     stopped: bool = False
 
@@ -218,15 +173,10 @@ class _EventReader:
 
     def _message_event(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "message_start":
-            usage = (data.get("message") or {}).get("usage") or {}
-            self.input_tokens = _input_tokens(usage)
-            self.output_tokens = usage.get("output_tokens")
+            self.usage = _counts((data.get("message") or {}).get("usage") or {})
         elif kind == "message_delta":
             self.stop_reason = (data.get("delta") or {}).get("stop_reason") or self.stop_reason
-            usage = data.get("usage") or {}
-            self.output_tokens = usage.get("output_tokens", self.output_tokens)
-            if usage.get("input_tokens") is not None:
-                self.input_tokens = _input_tokens(usage)
+            self.usage.update(_counts(data.get("usage") or {}))  # cumulative counts
         elif kind == "message_stop":
             self.stopped = True
 
@@ -238,15 +188,19 @@ class _EventReader:
             start: list[StreamChunk] = [ContentBlockStart(index)]
             return start + ([ContentBlockDelta(text, index)] if text else [])
         if kind == "tool_use":
-            initial = block.get("input")
             self.blocks[index] = _Block(
-                "tool_use",
-                block.get("id", ""),
-                block.get("name", ""),
-                initial=initial if isinstance(initial, dict) else {},
+                "tool_use", block.get("id", ""), block.get("name", ""), start=block
             )
-        else:
-            self.blocks[index] = _Block(kind)  # thinking, server tools: not ours to pass on
+            return []
+        if kind in THINKING_BLOCKS:
+            thinking = _Block(kind, start=block)
+            self.blocks[index] = thinking
+            text = (block.get("thinking") or "") if kind == "thinking" else ""
+            if text:
+                thinking.fragments.append(text)
+            start = [ContentBlockStart(index, "reasoning")]
+            return start + ([ContentBlockDelta(text, index)] if text else [])
+        self.blocks[index] = _Block(kind)  # server tools: not ours to pass on
         return []
 
     def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamChunk]:
@@ -259,29 +213,53 @@ class _EventReader:
             return [ContentBlockDelta(text, index)] if text else []
         if kind == "input_json_delta" and block.kind == "tool_use":
             block.fragments.append(delta.get("partial_json", ""))
+        elif kind == "thinking_delta" and block.kind == "thinking":
+            text = delta.get("thinking")
+            if text:
+                block.fragments.append(text)
+                return [ContentBlockDelta(text, index)]
+        elif kind == "signature_delta" and block.kind == "thinking":
+            block.signature.append(delta.get("signature", ""))
         return []
 
     def _stop(self, index: int) -> list[StreamChunk]:
         block = self.blocks.get(index)
-        if block is None or block.kind not in ("text", "tool_use"):
+        if block is None:
             return []
-        return [ContentBlockStop(index) if block.kind == "text" else block.tool_use()]
+        if block.kind == "text":
+            return [ContentBlockStop(index)]
+        if block.kind == "tool_use":
+            return [block.tool_use()]
+        if block.kind in THINKING_BLOCKS:
+            return [ContentBlockStop(index), block.reasoning(index)]
+        return []
 
     def finish(self) -> MessageStop:
         """The closing MessageStop, once the stream has ended; raises if it never stopped."""
         if not self.stopped:
             raise bad_response("anthropic", "the stream ended before its message_stop")
-        return MessageStop(
-            self.stop_reason or "end_turn", Usage(self.input_tokens, self.output_tokens)
-        )
+        return MessageStop(self.stop_reason or "end_turn", usage_of(self.usage))
 
 
-def _input_tokens(usage: dict[str, Any]) -> int | None:
-    """All the input tokens of a request: uncached plus cache writes and reads."""
+def _counts(usage: dict[str, Any]) -> dict[str, Any]:
+    """The usage fields that are given (a ``null`` count leaves the last one standing)."""
+    return {k: v for k, v in usage.items() if v is not None}
+
+
+def usage_of(usage: dict[str, Any]) -> Usage:
+    """Anthropic's usage by our kinds: input is uncached plus cache writes and reads; the
+    thinking part of the output from ``output_tokens_details`` when the API gives it."""
     parts = (
         usage.get("input_tokens"),
         usage.get("cache_creation_input_tokens"),
         usage.get("cache_read_input_tokens"),
     )
     first = parts[0]
-    return sum(p for p in parts if isinstance(p, int)) if first is not None else None
+    details = usage.get("output_tokens_details") or {}
+    return Usage(
+        input_tokens=sum(p for p in parts if isinstance(p, int)) if first is not None else None,
+        output_tokens=usage.get("output_tokens"),
+        reasoning_tokens=details.get("thinking_tokens"),
+        cache_read_tokens=parts[2],
+        cache_write_tokens=parts[1],
+    )

@@ -29,6 +29,7 @@ from app.domain import (
     MessageStop,
     ModelResponse,
     ProviderError,
+    ReasoningDone,
     RequestOptions,
     StreamChunk,
     ToolSpec,
@@ -348,8 +349,11 @@ class SSEAdapter(RetryingAdapter):
         elif isinstance(chunk, ToolUse):
             ok = isinstance(chunk.tool_name, str) and isinstance(chunk.id, str)
             ok = ok and isinstance(chunk.params, dict)
+        elif isinstance(chunk, ReasoningDone):
+            ok = isinstance(chunk.text, str) and isinstance(chunk.index, int)
+            ok = ok and (chunk.payload is None or isinstance(chunk.payload, dict))
         elif isinstance(chunk, MessageStop):
-            counts = (chunk.usage.input_tokens, chunk.usage.output_tokens)
+            counts = chunk.usage.as_dict().values()
             ok = isinstance(chunk.stop_reason, str)
             ok = ok and all(n is None or type(n) is int for n in counts)
         else:

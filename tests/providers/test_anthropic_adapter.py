@@ -11,6 +11,7 @@ from app.domain import (
     ContentBlockStart,
     ContentBlockStop,
     MessageStop,
+    ReasoningDone,
     RequestOptions,
     Role,
     TextMessage,
@@ -251,7 +252,7 @@ def test_no_exact_token_counter(anthropic_adapter: AnthropicAdapter) -> None:
     assert getattr(anthropic_adapter, "token_counter", None) is None
 
 
-async def test_thinking_and_pings_are_passed_over(
+async def test_pings_are_passed_over_and_thinking_is_a_reasoning_block(
     server: FakeServer, anthropic_adapter: AnthropicAdapter
 ) -> None:
     thinking = {"type": "thinking", "thinking": "", "signature": ""}
@@ -270,7 +271,11 @@ async def test_thinking_and_pings_are_passed_over(
     server.script(Reply(events=events))
     chunks, error = await drain(anthropic_adapter.stream_message([TextMessage("x")], [], OPTIONS))
     assert error is None
-    assert chunks[:3] == [
+    assert chunks[:7] == [
+        ContentBlockStart(0, "reasoning"),
+        ContentBlockDelta("hmm", 0),
+        ContentBlockStop(0),
+        ReasoningDone("hmm", {"type": "thinking", "signature": ""}, 0),
         ContentBlockStart(1),
         ContentBlockDelta("Answer.", 1),
         ContentBlockStop(1),

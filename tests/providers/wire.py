@@ -73,7 +73,8 @@ def an_event(name: str, data: dict[str, Any]) -> str:
     return f"event: {name}\ndata: {json.dumps({'type': name, **data})}\n\n"
 
 
-def an_start(input_tokens: int = 12) -> str:
+def an_start(input_tokens: int = 12, **usage: Any) -> str:
+    """``message_start``; ``usage`` adds counts (``cache_read_input_tokens``…)."""
     message: dict[str, Any] = {
         "id": "msg_1",
         "type": "message",
@@ -82,7 +83,7 @@ def an_start(input_tokens: int = 12) -> str:
         "content": [],
         "stop_reason": None,
         "stop_sequence": None,
-        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1, **usage},
     }
     return an_event("message_start", {"message": message})
 
@@ -117,10 +118,49 @@ def an_tool_block(index: int, call_id: str, name: str, *fragments: str) -> list[
     ]
 
 
-def an_stop(stop_reason: str = "end_turn", output_tokens: int = 5) -> list[str]:
-    delta = {"stop_reason": stop_reason, "stop_sequence": None}
+def an_thinking_block(
+    index: int, *pieces: str, signature: str, signature_parts: int = 1
+) -> list[str]:
+    """A ``thinking`` block: its text in ``thinking_delta``s, then its signature in
+    ``signature_parts`` ``signature_delta``s, as the API streams it."""
+    size = -(-len(signature) // signature_parts)
+    parts = [signature[i : i + size] for i in range(0, len(signature), size)] or [""]
+    block = {"type": "thinking", "thinking": "", "signature": ""}
     return [
-        an_event("message_delta", {"delta": delta, "usage": {"output_tokens": output_tokens}}),
+        an_event("content_block_start", {"index": index, "content_block": block}),
+        *(
+            an_event(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "thinking_delta", "thinking": p}},
+            )
+            for p in pieces
+        ),
+        *(
+            an_event(
+                "content_block_delta",
+                {"index": index, "delta": {"type": "signature_delta", "signature": s}},
+            )
+            for s in parts
+        ),
+        an_event("content_block_stop", {"index": index}),
+    ]
+
+
+def an_redacted_block(index: int, data: str) -> list[str]:
+    """A ``redacted_thinking`` block: all of it in its ``content_block_start``."""
+    block = {"type": "redacted_thinking", "data": data}
+    return [
+        an_event("content_block_start", {"index": index, "content_block": block}),
+        an_event("content_block_stop", {"index": index}),
+    ]
+
+
+def an_stop(stop_reason: str = "end_turn", output_tokens: int = 5, **usage: Any) -> list[str]:
+    """``message_delta`` (with ``usage`` counts beside ``output_tokens``) and ``message_stop``."""
+    delta = {"stop_reason": stop_reason, "stop_sequence": None}
+    counts = {"output_tokens": output_tokens, **usage}
+    return [
+        an_event("message_delta", {"delta": delta, "usage": counts}),
         an_event("message_stop", {}),
     ]
 

@@ -1,0 +1,190 @@
+"""The ``anthropic`` adapter's request: our messages as a messages-API body, and
+``config.reasoning`` as its ``thinking`` (docs/providers.md, "anthropic").
+
+May import the domain only; the body is plain JSON, no SDK type. Thinking and redacted
+thinking blocks go back exactly as they were received (``formats.thinking_block``): never
+trimmed, never dropped as blank, first in their assistant turn.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from app.domain import (
+    Message,
+    ProviderError,
+    Reasoning,
+    RequestOptions,
+    ToolSpec,
+    to_anthropic_format,
+)
+from app.domain.formats import THINKING_BLOCKS
+
+_UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
+
+EFFORT_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
+"""The tokens an effort (without ``budget_tokens``) adds to ``max_tokens`` for thinking."""
+
+DISPLAY = {"auto": "summarized", "none": "omitted"}
+"""``reasoning.summary`` as the ``display`` of Anthropic's ``thinking``."""
+
+PREFILL_WITH_THINKING = (
+    "anthropic: the conversation ends with an assistant message (a prefill), which Anthropic "
+    "refuses while thinking is on; add a user message, or set reasoning.effort to none"
+)
+
+
+@dataclass(frozen=True)
+class ThinkingRequest:
+    """What ``config.reasoning`` adds to a request: the ``thinking`` value (None: not sent,
+    the model's default), ``output_config.effort`` (None: not sent), and the tokens added to
+    ``max_tokens`` so thinking cannot starve the answer."""
+
+    thinking: dict[str, Any] | None = None
+    effort: str | None = None
+    reserve: int = 0
+
+    @property
+    def on(self) -> bool:
+        """The request asks the model to think."""
+        return self.thinking is not None and self.thinking["type"] != "disabled"
+
+
+def thinking_request(reasoning: Reasoning | None) -> ThinkingRequest:
+    """The mapping of docs/providers.md: unset → nothing; ``effort: none`` → ``disabled``;
+    a ``budget_tokens`` → ``enabled`` with it; an effort alone → ``adaptive`` plus
+    ``output_config.effort``; ``summary`` → ``display``."""
+    if reasoning is None or not (reasoning.on or reasoning.off):
+        return ThinkingRequest()
+    if reasoning.off:
+        return ThinkingRequest({"type": "disabled"})
+    thinking: dict[str, Any]
+    if reasoning.budget_tokens is not None:
+        thinking = {"type": "enabled", "budget_tokens": reasoning.budget_tokens}
+        effort, reserve = None, reasoning.budget_tokens
+    else:
+        assert reasoning.effort is not None and reasoning.effort != "none"  # reasoning.on
+        thinking = {"type": "adaptive"}
+        effort, reserve = reasoning.effort, EFFORT_BUDGETS[reasoning.effort]
+    if reasoning.summary is not None:
+        thinking["display"] = DISPLAY[reasoning.summary]
+    return ThinkingRequest(thinking, effort, reserve)
+
+
+def messages_request(
+    messages: Sequence[Message],
+    tools: Sequence[ToolSpec],
+    options: RequestOptions,
+    *,
+    model: str,
+    max_tokens: int,
+) -> dict[str, Any]:
+    """The request's JSON body; ``max_tokens`` is the answer's when the options set none.
+
+    ``options.temperature`` is not sent: the API version this SDK speaks has no sampling
+    temperature (docs/providers.md). Raises ProviderError (``invalid_request``) for a prefill
+    while thinking is on, before anything is sent. A tool loop whose assistant turn has no
+    thinking (begun on another provider, or with thinking off) is continued with thinking
+    off for that one request: Anthropic refuses thinking that does not lead that turn.
+    """
+    system, turns = anthropic_turns(messages)
+    thinking = thinking_request(options.reasoning)
+    if thinking.on and turns and turns[-1]["role"] == "assistant":
+        raise ProviderError("invalid_request", PREFILL_WITH_THINKING)
+    if thinking.on and _loop_without_thinking(turns):
+        thinking = ThinkingRequest({"type": "disabled"})  # as Anthropic would, mid-loop
+    request: dict[str, Any] = {
+        "model": model,
+        "max_tokens": (options.max_output_tokens or max_tokens) + thinking.reserve,
+        "messages": turns,
+        "stream": True,
+    }
+    if system:
+        request["system"] = system
+    if tools:
+        request["tools"] = [anthropic_tool(t) for t in tools]
+    if thinking.thinking is not None:
+        request["thinking"] = thinking.thinking
+    if thinking.effort is not None:
+        request["output_config"] = {"effort": thinking.effort}
+    return request
+
+
+def _loop_without_thinking(turns: list[dict[str, Any]]) -> bool:
+    """The request continues a tool loop (tool results last) whose assistant turn does not
+    start with thinking."""
+    if len(turns) < 2 or turns[-1]["role"] != "user":
+        return False
+    if not any(b.get("type") == "tool_result" for b in turns[-1]["content"]):
+        return False
+    return turns[-2]["content"][0].get("type") not in THINKING_BLOCKS
+
+
+def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
+    """A tool as the messages API declares it."""
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def anthropic_turns(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+    """``(system, messages)`` as the API takes them, from the domain's Anthropic shape.
+
+    Pending calls are left out; blank text blocks are dropped (the API refuses them) and turns
+    left empty with them; same-role turns are merged, and the thinking blocks of a merged
+    assistant turn lead it, in their order; tool ids are made safe; a final assistant turn is
+    a prefill, so its trailing whitespace is cut (the API refuses that too). Thinking blocks
+    are passed on as they are.
+    """
+    shaped = to_anthropic_format(messages, include_pending=False)
+    turns: list[dict[str, Any]] = []
+    for turn in shaped["messages"]:
+        blocks = [_safe_block(b) for b in turn["content"] if not _blank(b)]
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == turn["role"]:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": turn["role"], "content": blocks})
+    for turn in turns:
+        if turn["role"] == "assistant":
+            turn["content"] = _thinking_first(turn["content"])
+    _trim_prefill(turns)
+    return shaped["system"], turns
+
+
+def _thinking_first(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The blocks with the thinking ones first, each group in its order."""
+    thinking = [b for b in blocks if b.get("type") in THINKING_BLOCKS]
+    return thinking + [b for b in blocks if b.get("type") not in THINKING_BLOCKS]
+
+
+def _blank(block: dict[str, Any]) -> bool:
+    return block.get("type") == "text" and not str(block.get("text", "")).strip()
+
+
+def _safe_block(block: dict[str, Any]) -> dict[str, Any]:
+    """The block with a tool id the API accepts (``[A-Za-z0-9_-]``), kept consistent per id."""
+    for key in ("id", "tool_use_id"):
+        if key in block and block.get("type") in ("tool_use", "tool_result"):
+            return {**block, key: _UNSAFE_ID.sub("_", str(block[key]))}
+    return block
+
+
+def _trim_prefill(turns: list[dict[str, Any]]) -> None:
+    """Cut trailing whitespace off a final assistant turn's text, dropping what becomes
+    empty; thinking left last (it led a text that was only whitespace) goes with it."""
+    while turns and turns[-1]["role"] == "assistant":
+        blocks = turns[-1]["content"]
+        last = blocks[-1]
+        if last.get("type") == "text":
+            text = str(last["text"]).rstrip()
+            if text:
+                blocks[-1] = {**last, "text": text}
+                return
+        elif last.get("type") not in THINKING_BLOCKS:
+            return
+        blocks.pop()
+        if not blocks:
+            turns.pop()
