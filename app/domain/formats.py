@@ -54,9 +54,18 @@ def tool_call_turns(
 def to_openai_format(
     messages: Sequence[Message], include_pending: bool = True
 ) -> list[dict[str, Any]]:
-    """Chat-completions messages: ``{"role", "content"}`` plus ``tool_calls`` and ``tool``."""
+    """Chat-completions messages: ``{"role", "content"}`` plus ``tool_calls`` and ``tool``.
+
+    An empty assistant text between two turns of tool calls only keeps the turns apart in a
+    MessageList (see ``provider_import``); the tool messages between them do that here, so
+    it is left out.
+    """
     out: list[dict[str, Any]] = []
-    for item in tool_call_turns(messages, include_pending):
+    items = list(tool_call_turns(messages, include_pending))
+    shown = [i for i in items if not isinstance(i, ReasoningMessage)]
+    for n, item in enumerate(shown):
+        if _separator(shown, n):
+            continue
         if isinstance(item, list):
             text = item[0].message
             out.append(
@@ -86,6 +95,18 @@ def to_openai_format(
         elif isinstance(item, TextMessage):
             out.append({"role": item.role.value, "content": item.text})
     return out
+
+
+def _separator(items: Sequence[Message | list[ToolCallMessage]], n: int) -> bool:
+    item = items[n]
+    return (
+        isinstance(item, TextMessage)
+        and item.role is Role.ASSISTANT
+        and item.text == ""
+        and 0 < n < len(items) - 1
+        and isinstance(items[n - 1], list)
+        and isinstance(items[n + 1], list)
+    )
 
 
 def to_anthropic_format(
