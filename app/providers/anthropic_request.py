@@ -15,7 +15,6 @@ from typing import Any
 
 from app.domain import (
     Message,
-    ProviderError,
     Reasoning,
     RequestOptions,
     ToolSpec,
@@ -30,11 +29,6 @@ EFFORT_BUDGETS = {"low": 2048, "medium": 8192, "high": 24576}
 
 DISPLAY = {"auto": "summarized", "none": "omitted"}
 """``reasoning.summary`` as the ``display`` of Anthropic's ``thinking``."""
-
-PREFILL_WITH_THINKING = (
-    "anthropic: the conversation ends with an assistant message (a prefill), which Anthropic "
-    "refuses while thinking is on; add a user message, or set reasoning.effort to none"
-)
 
 
 @dataclass(frozen=True)
@@ -85,17 +79,16 @@ def messages_request(
     """The request's JSON body; ``max_tokens`` is the answer's when the options set none.
 
     ``options.temperature`` is not sent: the API version this SDK speaks has no sampling
-    temperature (docs/providers.md). Raises ProviderError (``invalid_request``) for a prefill
-    while thinking is on, before anything is sent. A tool loop whose assistant turn has no
-    thinking (begun on another provider, or with thinking off) is continued with thinking
-    off for that one request: Anthropic refuses thinking that does not lead that turn.
+    temperature (docs/providers.md). Two requests are sent with thinking off, as Anthropic
+    refuses thinking in them: one that ends with an assistant message (a prefill: the reply
+    cut short by an abort, continued; or an injected one), and one that continues a tool loop
+    whose assistant turn has no thinking (begun on another provider, or with thinking off).
     """
     system, turns = anthropic_turns(messages)
     thinking = thinking_request(options.reasoning)
-    if thinking.on and turns and turns[-1]["role"] == "assistant":
-        raise ProviderError("invalid_request", PREFILL_WITH_THINKING)
-    if thinking.on and _loop_without_thinking(turns):
-        thinking = ThinkingRequest({"type": "disabled"})  # as Anthropic would, mid-loop
+    prefill = bool(turns) and turns[-1]["role"] == "assistant"
+    if thinking.on and (prefill or _loop_without_thinking(turns)):
+        thinking = ThinkingRequest({"type": "disabled"})
     request: dict[str, Any] = {
         "model": model,
         "max_tokens": (options.max_output_tokens or max_tokens) + thinking.reserve,

@@ -227,19 +227,17 @@ async def test_reasoning_maps_to_thinking(
     assert "temperature" not in body
 
 
-async def test_a_prefill_with_thinking_on_is_refused_before_sending(
+async def test_a_prefill_with_thinking_on_is_continued_with_thinking_off(
     server: FakeServer, anthropic_adapter: AnthropicAdapter
 ) -> None:
+    """A reply cut short by an abort is continued as a prefill, which Anthropic refuses with
+    thinking on: that one request goes with thinking disabled (and the fake enforces it)."""
+    ThinkingModel().serve(server)
     messages = [TextMessage("Weather?"), TextMessage("It is", Role.ASSISTANT)]
-    _, error = await drain(
-        anthropic_adapter.stream_message(messages, [], RequestOptions(reasoning=HIGH))
-    )
-    assert error is not None and error.code == "invalid_request"
-    assert "prefill" in error.detail and "effort" in error.detail
-    assert server.received == []
-    off = RequestOptions(reasoning=Reasoning(effort="none"))
     server.script(Reply(events=wire.an_text(" sunny.")))
-    assert (await anthropic_adapter.send_message(messages, [], off)).text == " sunny."
+    response = await anthropic_adapter.send_message(messages, [], RequestOptions(reasoning=HIGH))
+    assert response.text == " sunny."
+    assert server.bodies[-1]["thinking"] == {"type": "disabled"}
 
 
 def test_thinking_goes_back_exactly_and_first_in_its_turn() -> None:
