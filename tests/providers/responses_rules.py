@@ -1,12 +1,13 @@
 """The Responses API's rules for ``POST /v1/responses``, as a fake server enforces them, and a
 fake reasoning model that answers with reasoning items and function calls.
 
-Standard library and the test wire helpers only. ``responses_violations(body, issued)`` is pure:
-the refusals (OpenAI's wording) the real API would answer ``body`` with, given the reasoning
-items and calls the model issued before (``Issued``); a property test can call it without a
-server. ``ReasoningModel`` is the fake: ``check`` refuses with the API's 400 body, ``respond``
-answers a first request with a reasoning item and a function call, and a request that carries
-the call's output with a reasoning item and a text.
+The domain's messages, the standard library and the test wire helpers only.
+``responses_violations(body, issued)`` is pure: the refusals (OpenAI's wording) the real API
+would answer ``body`` with, given the reasoning items and calls the model issued before
+(``Issued``, which ``issued_from_history`` rebuilds from a stored history); a property test can
+call it without a server. ``ReasoningModel`` is the fake: ``check`` refuses with the API's 400
+body, ``respond`` answers a first request with a reasoning item and a function call, and a
+request that carries the call's output with a reasoning item and a text.
 
 The rules (each one the real API's):
 - every ``function_call_output`` answers a ``function_call`` earlier in the input;
@@ -29,6 +30,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.domain import Message, ReasoningMessage, Role, TextMessage, ToolCallMessage
+
 from . import wire
 from .fake_server import Received, Reply
 
@@ -42,6 +45,29 @@ class Issued:
 
     reasoning: dict[str, dict[str, Any]] = field(default_factory=dict)
     calls: dict[str, tuple[str, str | None]] = field(default_factory=dict)
+
+
+def issued_from_history(messages: list[Message]) -> Issued:
+    """What a model must have issued for ``messages`` to be its history: each OpenAI reasoning
+    item stored (by id), and each call of the reply that a reasoning item began (which then
+    must come back with it)."""
+    issued = Issued()
+    reasoning_id: str | None = None
+    for message in messages:
+        if isinstance(message, ReasoningMessage):
+            payload = message.payload
+            if message.provider == "openai" and payload and payload.get("type") == "reasoning":
+                issued.reasoning[str(payload["id"])] = payload
+                reasoning_id = str(payload["id"])
+        elif isinstance(message, ToolCallMessage):
+            if reasoning_id is not None:
+                call_id = message.tool_call_id
+                issued.calls[call_id] = (f"fc_{call_id}", reasoning_id)
+        elif isinstance(message, TextMessage) and message.role is Role.ASSISTANT:
+            reasoning_id = None  # the reply that the reasoning began ends with its text
+        else:
+            reasoning_id = None
+    return issued
 
 
 @dataclass(frozen=True)

@@ -36,7 +36,7 @@ from . import wire
 from .conftest import responses_adapter_for
 from .fake_server import FakeServer, Reply
 from .helpers import conversation, drain, run
-from .responses_rules import Issued, ReasoningModel, responses_violations
+from .responses_rules import Issued, ReasoningModel, issued_from_history, responses_violations
 
 OPTIONS = RequestOptions()
 
@@ -495,3 +495,27 @@ def test_arguments_are_json_text(responses_adapter: OpenAIResponsesAdapter) -> N
     messages = [TextMessage("x"), ToolCallMessage("t", "c1", {"a": "é"}, result="ok")]
     call = responses_adapter._request(messages, [], OPTIONS)["input"][1]
     assert json.loads(call["arguments"]) == {"a": "é"}
+
+
+async def test_the_rules_without_a_server(
+    thinker: OpenAIResponsesAdapter, model: ReasoningModel
+) -> None:
+    conv = conversation([thinker], [TextMessage("Weather?")], [Tool.from_function(get_weather)])
+    _, error = await run(conv)
+    assert error is None
+    history = [*conv.messages, TextMessage("And tomorrow?")]
+    issued = issued_from_history(history)
+    assert issued.reasoning == model.issued.reasoning
+    assert responses_violations(thinker._request(history, [], OPTIONS), issued) == []
+    reasoning, call = history[1], history[2]
+    moved = [history[0], call, reasoning, *history[3:]]
+    assert responses_violations(thinker._request(moved, [], OPTIONS), issued) == [
+        "Item 'fc_call_0001_0' of type 'function_call' was provided without its required "
+        "'reasoning' item: 'rs_0001'.",
+        "Item 'rs_0001' of type 'reasoning' was provided without its required following item.",
+    ]
+    body = thinker._request(history, [], OPTIONS)
+    assert responses_violations({**body, "store": True, "include": []}, issued) == [
+        "Parley's requests must set store: false.",
+        "Parley's requests must include reasoning.encrypted_content.",
+    ]
