@@ -44,52 +44,35 @@ def openai_frames(model: str, tokens: int) -> Iterator[bytes]:
     yield b"data: [DONE]\n\n"
 
 
+_RESPONSE = {"id": "resp_bench", "object": "response", "created_at": 1, "output": []}
+_MESSAGE = {"id": "msg_bench", "type": "message", "role": "assistant", "content": []}
+
+
 def responses_frames(model: str, tokens: int) -> Iterator[bytes]:
     """A Responses stream: created, in_progress, one message item of ``tokens`` text deltas
     (``output_text.done``, ``content_part.done`` and ``output_item.done`` with the whole text),
     completed with the output and usage."""
     seq = iter(range(tokens + 16))
+
+    def event(name: str, **data: object) -> bytes:
+        return _event(name, {"sequence_number": next(seq), **data})
+
     where = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
-    response: dict[str, object] = {
-        "id": "resp_bench",
-        "object": "response",
-        "created_at": 1,
-        "model": model,
-        "status": "in_progress",
-        "output": [],
-        "usage": None,
-    }
-    yield _event("response.created", {"sequence_number": next(seq), "response": response})
-    yield _event("response.in_progress", {"sequence_number": next(seq), "response": response})
-    item: dict[str, object] = {
-        "id": "msg_bench",
-        "type": "message",
-        "status": "in_progress",
-        "role": "assistant",
-        "content": [],
-    }
-    yield _event(
-        "response.output_item.added",
-        {"sequence_number": next(seq), "output_index": 0, "item": item},
-    )
+    response = {**_RESPONSE, "model": model, "status": "in_progress", "usage": None}
+    yield event("response.created", response=response)
+    yield event("response.in_progress", response=response)
+    item = {**_MESSAGE, "status": "in_progress"}
+    yield event("response.output_item.added", output_index=0, item=item)
     part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
-    yield _event(
-        "response.content_part.added", {"sequence_number": next(seq), **where, "part": part}
-    )
+    yield event("response.content_part.added", **where, part=part)
     for i in range(tokens):
-        delta = {"sequence_number": next(seq), **where, "delta": token(i), "logprobs": []}
-        yield _event("response.output_text.delta", delta)
+        yield event("response.output_text.delta", **where, delta=token(i), logprobs=[])
     text = "".join(token(i) for i in range(tokens))
-    done = {"sequence_number": next(seq), **where, "text": text, "logprobs": []}
-    yield _event("response.output_text.done", done)
+    yield event("response.output_text.done", **where, text=text, logprobs=[])
     part = {**part, "text": text}
-    yield _event(
-        "response.content_part.done", {"sequence_number": next(seq), **where, "part": part}
-    )
+    yield event("response.content_part.done", **where, part=part)
     item = {**item, "status": "completed", "content": [part]}
-    yield _event(
-        "response.output_item.done", {"sequence_number": next(seq), "output_index": 0, "item": item}
-    )
+    yield event("response.output_item.done", output_index=0, item=item)
     usage = {
         "input_tokens": 5,
         "input_tokens_details": {"cached_tokens": 0},
@@ -98,7 +81,7 @@ def responses_frames(model: str, tokens: int) -> Iterator[bytes]:
         "total_tokens": tokens + 5,
     }
     response = {**response, "status": "completed", "output": [item], "usage": usage}
-    yield _event("response.completed", {"sequence_number": next(seq), "response": response})
+    yield event("response.completed", response=response)
 
 
 def _event(name: str, data: dict[str, object]) -> bytes:

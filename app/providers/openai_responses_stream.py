@@ -37,6 +37,7 @@ _IGNORED = frozenset(
         "response.created",
         "response.in_progress",
         "response.queued",
+        "response.output_item.added",
         "response.content_part.added",
         "response.content_part.done",
         "response.output_text.done",
