@@ -180,6 +180,12 @@ class Settings(BaseSettings):
         description="OpenAI-compatible endpoint (vLLM, Ollama, llama.cpp…); default OpenAI's.",
     )
     openai_default_model: str = Field("gpt-5.4-mini", min_length=1, description="OpenAI model.")
+    openai_api: Literal["responses", "chat"] = Field(
+        "responses",
+        description="The API the `openai` provider speaks: `responses` (OpenAI's Responses API, "
+        "stateless, reasoning handed back) or `chat` (chat completions: for OpenAI-compatible "
+        "servers such as vLLM, Ollama, llama.cpp).",
+    )
     openai_trailing_assistant: Literal["reject", "send", "continue_final_message"] = Field(
         "reject",
         description="A conversation ending in an assistant message on `openai`: reject it before "

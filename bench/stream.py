@@ -1,7 +1,11 @@
 """The stream-path benchmark (issue 10): Parley with its real adapters beside three relays.
 
 Run by hand: ``make bench`` or ``.venv/bin/python -m bench.stream [--quick] [--scenario NAME]
-[--provider openai|anthropic] [--db sqlite|postgres] [--clients N] [--json PATH]``.
+[--provider openai|openai-chat|anthropic] [--db sqlite|postgres] [--clients N] [--json PATH]``.
+
+Providers: ``openai`` is Parley's ``openai`` provider on the Responses API (its default),
+``openai-chat`` the same provider on chat completions (``PARLEY_OPENAI_API=chat``: a Parley of
+its own per database, shown under the same target name), ``anthropic`` the messages API.
 
 Starts, each its own process: the fake upstream (bench/stream_upstream.py), the relays
 (bench/stream_relays.py under uvicorn) and Parley under uvicorn (one worker, the event log on)
@@ -55,6 +59,14 @@ SCENARIOS: dict[str, tuple[int, int, int, bool]] = {
 }
 DEFAULT_SCENARIOS = [name for name in SCENARIOS if name != "starts_100"]
 RELAYS = ("relay-typed", "relay-parse", "relay-pipe")
+PROVIDERS = ("openai", "openai-chat", "anthropic")
+UPSTREAM_PATHS = {
+    "openai": "/v1/responses",
+    "openai-chat": "/v1/chat/completions",
+    "anthropic": "/v1/messages",
+}
+CHAT = "-chat"
+"""The suffix of a Parley on chat completions (``PARLEY_OPENAI_API=chat``)."""
 PROFILING = bool(os.environ.get("PARLEY_BENCH_PROFILE"))
 """PARLEY_BENCH_PROFILE=DIR runs each Parley under py-spy, writing DIR/parley-<db>.txt."""
 
@@ -98,8 +110,9 @@ def postgres_url() -> str | None:
     return f"postgresql+asyncpg://postgres@127.0.0.1:5432/{PG_BENCH_DB}"
 
 
-def parley_env(database_url: str, upstream: int) -> dict[str, str]:
+def parley_env(database_url: str, upstream: int, openai_api: str = "responses") -> dict[str, str]:
     return {
+        "PARLEY_OPENAI_API": openai_api,
         "PARLEY_DATABASE_URL": database_url,
         "PARLEY_SSE_PING_SECONDS": "0",
         "PARLEY_LOG_LEVEL": "WARNING",
@@ -155,21 +168,27 @@ class Bench:
         self.clients = clients
         self.pool = multiprocessing.get_context("spawn").Pool(clients)
 
+    @staticmethod
+    def server(target: str, provider: str) -> str:
+        """The process that serves ``target`` for ``provider``: the chat-completions Parley for
+        ``openai-chat``."""
+        return target + CHAT if target.startswith("parley") and provider.endswith(CHAT) else target
+
     def calls(self, target: str, provider: str, model: str, count: int) -> list[Call]:
         if target == "upstream":
-            path = "/v1/chat/completions" if provider == "openai" else "/v1/messages"
             body = json.dumps({"model": model, "stream": True}).encode()
-            return [Call(self.ports["upstream"], path, body)] * count
+            return [Call(self.ports["upstream"], UPSTREAM_PATHS[provider], body)] * count
         if target in RELAYS:
             body = json.dumps({"model": model}).encode()
             return [Call(self.ports[target], f"/{target[6:]}/{provider}", body)] * count
         bundle = {
             "messages": [{"role": "user", "text": "go"}],
-            "config": {"provider": provider, "model": model},
+            "config": {"provider": provider.removesuffix(CHAT), "model": model},
         }
         body = json.dumps(bundle).encode()
-        ids = asyncio.run(self._conversations(self.ports[target], count))
-        return [Call(self.ports[target], f"/conversations/{i}/stream", body) for i in ids]
+        port = self.ports[self.server(target, provider)]
+        ids = asyncio.run(self._conversations(port, count))
+        return [Call(port, f"/conversations/{i}/stream", body) for i in ids]
 
     @staticmethod
     async def _conversations(port: int, count: int) -> list[str]:
@@ -191,7 +210,7 @@ class Bench:
             [calls[i :: self.clients] for i in range(self.clients)] if not sequential else [calls]
         )
         go_at = time.monotonic() + 0.5
-        with peak_rss(self.pids.get(target)) as peak:
+        with peak_rss(self.pids.get(self.server(target, provider))) as peak:
             parts = self.pool.map(
                 run_streams, [(share, go_at, sequential) for share in shares if share]
             )
@@ -272,9 +291,10 @@ def migrate(database_url: str) -> None:
 
 
 def start_servers(
-    dbs: list[str], tmp: str
+    dbs: list[str], tmp: str, chat: bool = True
 ) -> tuple[dict[str, int], dict[str, int], list[subprocess.Popen[bytes]]]:
-    """The upstream, the relays and one Parley per database: their ports, pids and processes."""
+    """The upstream, the relays and one Parley per database (two with ``chat``: one more on
+    chat completions): their ports, pids and processes."""
     ports = {"upstream": free_port(), "relays": free_port()}
     procs = [
         subprocess.Popen([PY, "-m", "bench.stream_upstream", str(ports["upstream"])], cwd=ROOT)
@@ -287,17 +307,24 @@ def start_servers(
     for name in RELAYS:
         ports[name] = ports["relays"]
     urls = {"sqlite": f"sqlite+aiosqlite:///{tmp}/bench.db", "postgres": postgres_url()}
+    apis = [("", "responses"), *([(CHAT, "chat")] if chat else [])]
     for db in dbs:
         url = urls[db]
         if url is None:
             continue
         migrate(url)
-        name = f"parley-{db}"
-        ports[name] = free_port()
-        profile = f"{os.environ['PARLEY_BENCH_PROFILE']}/{name}.txt" if PROFILING else None
-        env = parley_env(url, ports["upstream"])
-        procs.append(serve_uvicorn("app.main:create_app", ports[name], env, True, profile))
-        pids[name] = procs[-1].pid
+        for suffix, api in apis:
+            # the chat Parley on SQLite gets a file of its own: two processes would take turns
+            # at one file's lock
+            db_url = url.replace("bench.db", "bench-chat.db") if suffix else url
+            if db_url != url:
+                migrate(db_url)
+            name = f"parley-{db}{suffix}"
+            ports[name] = free_port()
+            profile = f"{os.environ['PARLEY_BENCH_PROFILE']}/{name}.txt" if PROFILING else None
+            env = parley_env(db_url, ports["upstream"], api)
+            procs.append(serve_uvicorn("app.main:create_app", ports[name], env, True, profile))
+            pids[name] = procs[-1].pid
     for name, port in ports.items():
         path = "/healthz" if name.startswith("parley") else "/"
         if name != "upstream":
@@ -365,8 +392,8 @@ def main() -> None:
     parser.add_argument(
         "--provider",
         action="append",
-        choices=["openai", "anthropic"],
-        help="repeatable; default both",
+        choices=list(PROVIDERS),
+        help="repeatable; default all three",
     )
     parser.add_argument(
         "--db", action="append", choices=["sqlite", "postgres"], help="repeatable; default both"
@@ -383,12 +410,13 @@ def main() -> None:
     )
     args = parser.parse_args()
     args.scenario = args.scenario or DEFAULT_SCENARIOS
-    args.provider = args.provider or ["openai", "anthropic"]
+    args.provider = args.provider or list(PROVIDERS)
     args.rounds = 1 if args.quick else 3
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        ports, pids, procs = start_servers(args.db or ["sqlite", "postgres"], tmp)
-        targets = [n for n in ports if n.startswith("parley")] + (
+        chat = "openai-chat" in args.provider
+        ports, pids, procs = start_servers(args.db or ["sqlite", "postgres"], tmp, chat)
+        targets = [n for n in ports if n.startswith("parley") and not n.endswith(CHAT)] + (
             list(RELAYS) if args.relays else []
         )
         bench = Bench(ports, pids, args.clients)

@@ -1,7 +1,8 @@
 """The three baselines of bench/stream.py: relays from the fake upstream to SSE, no database.
 
 A bare ASGI app (run it under uvicorn, one worker). ``POST /<kind>/<provider>`` with
-``{"model": ...}`` streams ``event: content_block_delta`` frames like Parley's, where kind is
+``{"model": ...}`` streams ``event: content_block_delta`` frames like Parley's, where provider is
+``openai`` (the Responses API), ``openai-chat`` (chat completions) or ``anthropic``, and kind is
 
 - ``typed``: the SDK's own stream of typed chunk objects (``create(stream=True)``);
 - ``parse``: Parley's adapter (the shared SSE parser and jiter, no SDK object per chunk);
@@ -25,6 +26,7 @@ from app.domain import ContentBlockDelta, RequestOptions, TextMessage
 from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
 from app.providers.base import ProviderConfig, RetryPolicy
 from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
+from app.providers.openai_responses import OpenAIResponsesAdapter
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -35,10 +37,10 @@ _NO_RETRY = RetryPolicy(max_retries=0)
 
 oa_client = openai.AsyncOpenAI(api_key="sk-bench", base_url=OPENAI_URL, max_retries=0)
 an_client = anthropic.AsyncAnthropic(api_key="sk-bench", base_url=ANTHROPIC_URL, max_retries=0)
+_OPENAI_CONFIG = OpenAIConfig(api_key="sk-bench", base_url=OPENAI_URL, retry=_NO_RETRY)
 adapters: dict[str, Any] = {
-    "openai": OpenAIAdapter(
-        OpenAIConfig(api_key="sk-bench", base_url=OPENAI_URL, retry=_NO_RETRY), oa_client
-    ),
+    "openai": OpenAIResponsesAdapter(_OPENAI_CONFIG, oa_client),
+    "openai-chat": OpenAIAdapter(_OPENAI_CONFIG, oa_client),
     "anthropic": AnthropicAdapter(
         AnthropicConfig(api_key="sk-bench", base_url=ANTHROPIC_URL, retry=_NO_RETRY), an_client
     ),
@@ -56,7 +58,14 @@ def frame(text: str) -> bytes:
 async def typed(provider: str, model: str) -> AsyncIterator[bytes]:
     messages: Any = [{"role": "user", "content": "go"}]
     if provider == "openai":
-        stream: Any = await oa_client.chat.completions.create(
+        stream: Any = await oa_client.responses.create(
+            model=model, input=messages, stream=True, store=False
+        )
+        async for event in stream:
+            if event.type == "response.output_text.delta":
+                yield frame(event.delta)
+    elif provider == "openai-chat":
+        stream = await oa_client.chat.completions.create(
             model=model, messages=messages, stream=True
         )
         async for chunk in stream:
@@ -81,6 +90,8 @@ async def parse(provider: str, model: str) -> AsyncIterator[bytes]:
 
 async def pipe(provider: str, model: str) -> AsyncIterator[bytes]:
     if provider == "openai":
+        url, body = f"{OPENAI_URL}/responses", {"model": model, "stream": True}
+    elif provider == "openai-chat":
         url, body = f"{OPENAI_URL}/chat/completions", {"model": model, "stream": True}
     else:
         url, body = f"{ANTHROPIC_URL}/v1/messages", {"model": model, "stream": True}

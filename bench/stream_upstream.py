@@ -2,7 +2,9 @@
 
 Standard library and jiter only; raw asyncio HTTP/1.1 with keep-alive, so that it costs the
 measurement as little as possible. ``POST /v1/chat/completions`` streams chat-completion
-chunks, ``POST /v1/messages`` streams Anthropic message events. The request's ``model`` says
+chunks, ``POST /v1/responses`` OpenAI Responses events (one message item, the ``*.done``
+events repeating the whole text as the real API does), ``POST /v1/messages`` Anthropic
+message events. The request's ``model`` says
 what to send: ``bench-<tokens>-<pace ms>``, e.g. ``bench-150-20`` is 150 tokens, one every
 20 ms on an absolute schedule (no drift), the first at once; pace 0 is a burst. Token ``i``
 is the text `` w<i>``, so a client can check that every token arrived, in order.
@@ -40,6 +42,46 @@ def openai_frames(model: str, tokens: int) -> Iterator[bytes]:
     last = json.dumps({**chunk, "model": model, "choices": [], "usage": usage})
     yield f"data: {last}\n\n".encode()
     yield b"data: [DONE]\n\n"
+
+
+_RESPONSE = {"id": "resp_bench", "object": "response", "created_at": 1, "output": []}
+_MESSAGE = {"id": "msg_bench", "type": "message", "role": "assistant", "content": []}
+
+
+def responses_frames(model: str, tokens: int) -> Iterator[bytes]:
+    """A Responses stream: created, in_progress, one message item of ``tokens`` text deltas
+    (``output_text.done``, ``content_part.done`` and ``output_item.done`` with the whole text),
+    completed with the output and usage."""
+    seq = iter(range(tokens + 16))
+
+    def event(name: str, **data: object) -> bytes:
+        return _event(name, {"sequence_number": next(seq), **data})
+
+    where = {"item_id": "msg_bench", "output_index": 0, "content_index": 0}
+    response = {**_RESPONSE, "model": model, "status": "in_progress", "usage": None}
+    yield event("response.created", response=response)
+    yield event("response.in_progress", response=response)
+    item = {**_MESSAGE, "status": "in_progress"}
+    yield event("response.output_item.added", output_index=0, item=item)
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    yield event("response.content_part.added", **where, part=part)
+    for i in range(tokens):
+        yield event("response.output_text.delta", **where, delta=token(i), logprobs=[])
+    text = "".join(token(i) for i in range(tokens))
+    yield event("response.output_text.done", **where, text=text, logprobs=[])
+    part = {**part, "text": text}
+    yield event("response.content_part.done", **where, part=part)
+    item = {**item, "status": "completed", "content": [part]}
+    yield event("response.output_item.done", output_index=0, item=item)
+    usage = {
+        "input_tokens": 5,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": tokens,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": tokens + 5,
+    }
+    response = {**response, "status": "completed", "output": [item], "usage": usage}
+    yield event("response.completed", response=response)
 
 
 def _event(name: str, data: dict[str, object]) -> bytes:
@@ -80,7 +122,13 @@ def _chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data)
 
 
-async def _send(writer: asyncio.StreamWriter, frames: Iterator[bytes], pace: float) -> None:
+_TOKEN_MARKS = {"openai": b'"content": " w', "responses": b'"delta": " w', "anthropic": b'" w'}
+"""What only a token's frame holds, by wire format (a Responses ``*.done`` frame holds them all)."""
+
+
+async def _send(
+    writer: asyncio.StreamWriter, frames: Iterator[bytes], pace: float, mark: bytes
+) -> None:
     writer.write(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
     )
@@ -97,7 +145,7 @@ async def _send(writer: asyncio.StreamWriter, frames: Iterator[bytes], pace: flo
         start = time.monotonic()
         sent = 0
         for frame in frames:
-            if b'" w' in frame:  # a token: token k goes at start + k * pace, the first at once
+            if mark in frame:  # a token: token k goes at start + k * pace, the first at once
                 wait = start + sent * pace - time.monotonic()
                 sent += 1
                 if wait > 0:
@@ -125,12 +173,19 @@ async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> 
             model = str(body.get("model", "bench-10-0"))
             tokens, pace = plan(model)
             path = request_line.split(" ")[1]
-            frames = (
-                anthropic_frames(model, tokens)
+            wire = (
+                "anthropic"
                 if path.endswith("/messages")
-                else openai_frames(model, tokens)
+                else "responses"
+                if path.endswith("/responses")
+                else "openai"
             )
-            await _send(writer, frames, pace)
+            frames = {
+                "anthropic": anthropic_frames,
+                "responses": responses_frames,
+                "openai": openai_frames,
+            }[wire](model, tokens)
+            await _send(writer, frames, pace, _TOKEN_MARKS[wire])
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
         pass
     finally:

@@ -1,7 +1,8 @@
 """Model adapters (offline, openai, anthropic) and the selector built from the settings.
 
 May import the domain, the settings and the provider SDKs; nothing above it. The SDK adapters
-live in ``openai_chat`` and ``anthropic_messages`` and load only when their key is set.
+live in ``openai_responses`` (the default), ``openai_chat`` and ``anthropic_messages`` and load
+only when their key is set.
 """
 
 from app.providers.offline import OfflineAdapter

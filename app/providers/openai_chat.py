@@ -24,6 +24,8 @@ from app.domain import (
     Message,
     MessageStop,
     ProviderError,
+    ReasoningDone,
+    ReasoningMessage,
     RequestOptions,
     StreamChunk,
     TextMessage,
@@ -65,12 +67,12 @@ class OpenAIConfig(ProviderConfig):
     trailing_assistant: TrailingAssistant = "reject"
 
 
-class OpenAIAdapter(SSEAdapter):
-    """A ModelAdapter over an OpenAI (or OpenAI-compatible) chat-completions endpoint."""
+class OpenAIClientAdapter(SSEAdapter):
+    """What the two ``openai`` adapters share (chat completions, and the Responses API in
+    ``openai_responses``): the SDK client, its errors, the token counter, the config."""
 
     name = "openai"
     _sdk_errors = (openai.OpenAIError,)
-    _endpoint = "/chat/completions"
     _stream_class = openai.AsyncStream
 
     config: OpenAIConfig
@@ -101,6 +103,28 @@ class OpenAIAdapter(SSEAdapter):
         """Exact counts for OpenAI-family models (offline tokenizer); None for other models."""
         return openai_token_counter(model)
 
+    @staticmethod
+    def _ends_with_assistant(messages: Sequence[Message]) -> bool:
+        last = messages[-1] if messages else None
+        return isinstance(last, TextMessage) and last.role is Role.ASSISTANT
+
+    def _refuse_trailing_assistant(self, api: str) -> ProviderError:
+        return ProviderError(
+            "invalid_request",
+            f"openai: the conversation ends with an assistant message, and {api} cannot "
+            "continue (prefill) it; add a user message, or run it on 'anthropic', which takes "
+            "it as a prefill (PARLEY_OPENAI_TRAILING_ASSISTANT changes this)",
+        )
+
+    def _error(self, exc: BaseException) -> ProviderError:
+        return openai_error(exc)
+
+
+class OpenAIAdapter(OpenAIClientAdapter):
+    """A ModelAdapter over an OpenAI (or OpenAI-compatible) chat-completions endpoint."""
+
+    _endpoint = "/chat/completions"
+
     def _request(
         self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
     ) -> dict[str, Any]:
@@ -117,6 +141,8 @@ class OpenAIAdapter(SSEAdapter):
             request["temperature"] = options.temperature
         if options.max_output_tokens is not None:
             request["max_completion_tokens"] = options.max_output_tokens
+        if options.reasoning is not None and options.reasoning.effort is not None:
+            request["reasoning_effort"] = options.reasoning.effort
         if self._ends_with_assistant(messages) and (
             self.config.trailing_assistant == "continue_final_message"
         ):
@@ -125,24 +151,15 @@ class OpenAIAdapter(SSEAdapter):
 
     def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
         if self._ends_with_assistant(messages) and self.config.trailing_assistant == "reject":
-            raise ProviderError(
-                "invalid_request",
-                "openai: the conversation ends with an assistant message, and chat completions "
-                "cannot continue (prefill) it; add a user message, or run it on 'anthropic', "
-                "which takes it as a prefill (PARLEY_OPENAI_TRAILING_ASSISTANT changes this)",
-            )
-        return to_openai_format(messages, include_pending=False)
-
-    @staticmethod
-    def _ends_with_assistant(messages: Sequence[Message]) -> bool:
-        last = messages[-1] if messages else None
-        return isinstance(last, TextMessage) and last.role is Role.ASSISTANT
+            raise self._refuse_trailing_assistant("chat completions")
+        # Chat completions takes no reasoning back (neither a Responses item nor a server's
+        # reasoning_content): it is left out, before the turns are gathered, so it cannot
+        # split the calls of one reply into two assistant messages.
+        sent = [m for m in messages if not isinstance(m, ReasoningMessage)]
+        return to_openai_format(sent, include_pending=False)
 
     def _translator(self) -> _ChunkReader:
         return _ChunkReader()
-
-    def _error(self, exc: BaseException) -> ProviderError:
-        return openai_error(exc)
 
 
 def openai_tool(tool: ToolSpec) -> dict[str, Any]:
@@ -178,11 +195,37 @@ class _CallBuffer:
         return ToolUse(self.name, params, self.id or f"call_{uuid.uuid4().hex[:24]}")
 
 
+REASONING_CONTENT_PAYLOAD = {"type": "reasoning_content"}
+"""The payload of reasoning a chat-completions server streamed (``reasoning_content``): there
+is nothing to hand back, and chat completions takes no reasoning back anyway."""
+
+
+def chat_usage(usage: dict[str, Any]) -> Usage:
+    """A chat-completions ``usage`` object as our Usage, split by kind where it says."""
+    prompt = usage.get("prompt_tokens_details") or {}
+    completion = usage.get("completion_tokens_details") or {}
+    return Usage(
+        usage.get("prompt_tokens"),
+        usage.get("completion_tokens"),
+        reasoning_tokens=completion.get("reasoning_tokens"),
+        cache_read_tokens=prompt.get("cached_tokens"),
+        cache_write_tokens=prompt.get("cache_write_tokens"),
+    )
+
+
 @dataclass
 class _ChunkReader:
-    """Turns chat-completion chunks (SSE ``data:`` JSON) into StreamChunks (choice 0 only)."""
+    """Turns chat-completion chunks (SSE ``data:`` JSON) into StreamChunks (choice 0 only).
 
-    text_open: bool = False
+    A server's ``reasoning_content`` (or ``reasoning``) deltas are a reasoning block, ended
+    (``ReasoningDone``) when the text or a tool call starts or the choice finishes; each block
+    takes the next index, so a reply that reasons has its reasoning at 0 and its text at 1.
+    """
+
+    text_index: int | None = None
+    reasoning_index: int | None = None
+    reasoning: list[str] = field(default_factory=list)
+    next_index: int = 0
     calls: dict[int, _CallBuffer] = field(default_factory=dict)
     finish_reason: str | None = None
     usage: Usage = field(default_factory=Usage)
@@ -201,7 +244,7 @@ class _ChunkReader:
             raise stream_error("openai", chunk["error"])
         usage = chunk.get("usage")
         if usage:
-            self.usage = Usage(usage.get("prompt_tokens"), usage.get("completion_tokens"))
+            self.usage = chat_usage(usage)
         out: list[StreamChunk] = []
         for choice in chunk.get("choices") or ():
             if choice.get("index", 0) == 0:
@@ -210,18 +253,46 @@ class _ChunkReader:
 
     def _choice(self, choice: dict[str, Any], out: list[StreamChunk]) -> None:
         delta = choice.get("delta") or {}
+        thought = delta.get("reasoning_content") or delta.get("reasoning")
+        if thought and isinstance(thought, str) and self.text_index is None:
+            self._think(thought, out)
         text = (delta.get("content") or "") + (delta.get("refusal") or "")
         if text:
-            if not self.text_open:
-                self.text_open = True
-                out.append(ContentBlockStart(0))
-            out.append(ContentBlockDelta(text, 0))
-        for fragment in delta.get("tool_calls") or ():
+            if self.text_index is None:
+                self._end_reasoning(out)
+                self.text_index = self._new_index()
+                out.append(ContentBlockStart(self.text_index))
+            out.append(ContentBlockDelta(text, self.text_index))
+        fragments = delta.get("tool_calls") or ()
+        if fragments:
+            self._end_reasoning(out)
+        for fragment in fragments:
             self._add_fragment(fragment)
         finish_reason = choice.get("finish_reason")
         if finish_reason is not None and self.finish_reason is None:
             self.finish_reason = finish_reason
             out.extend(self._close())
+
+    def _new_index(self) -> int:
+        self.next_index += 1
+        return self.next_index - 1
+
+    def _think(self, thought: str, out: list[StreamChunk]) -> None:
+        if self.reasoning_index is None:
+            self.reasoning_index = self._new_index()
+            out.append(ContentBlockStart(self.reasoning_index, "reasoning"))
+        self.reasoning.append(thought)
+        out.append(ContentBlockDelta(thought, self.reasoning_index))
+
+    def _end_reasoning(self, out: list[StreamChunk]) -> None:
+        index = self.reasoning_index
+        if index is None:
+            return
+        text = "".join(self.reasoning)
+        out.append(ContentBlockStop(index))
+        out.append(ReasoningDone(text, dict(REASONING_CONTENT_PAYLOAD), index))
+        self.reasoning_index = None
+        self.reasoning = []
 
     def _add_fragment(self, fragment: dict[str, Any]) -> None:
         buffer = self.calls.setdefault(fragment.get("index", 0), _CallBuffer())
@@ -236,8 +307,11 @@ class _ChunkReader:
             buffer.arguments.append(function["arguments"])
 
     def _close(self) -> list[StreamChunk]:
-        out: list[StreamChunk] = [ContentBlockStop(0)] if self.text_open else []
-        self.text_open = False
+        out: list[StreamChunk] = []
+        self._end_reasoning(out)
+        if self.text_index is not None:
+            out.append(ContentBlockStop(self.text_index))
+        self.text_index = None
         out.extend(self.calls[i].tool_use() for i in sorted(self.calls))
         return out
 

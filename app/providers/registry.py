@@ -26,8 +26,10 @@ def _openai(settings: Settings) -> ModelAdapter | None:
     if settings.openai_api_key is None:
         return None
     from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
+    from app.providers.openai_responses import OpenAIResponsesAdapter
 
-    return OpenAIAdapter(
+    adapter = OpenAIResponsesAdapter if settings.openai_api == "responses" else OpenAIAdapter
+    return adapter(
         OpenAIConfig(
             api_key=settings.openai_api_key.get_secret_value(),
             base_url=settings.openai_base_url,
@@ -62,7 +64,8 @@ def _anthropic(settings: Settings) -> ModelAdapter | None:
 
 def build_adapters(settings: Settings) -> list[ModelAdapter]:
     """Every available adapter: ``openai`` and ``anthropic`` when their key is set, in that
-    order, then ``offline`` (always)."""
+    order, then ``offline`` (always). ``openai`` speaks the API ``PARLEY_OPENAI_API`` names:
+    the Responses API (the default) or chat completions."""
     real = [a for a in (_openai(settings), _anthropic(settings)) if a is not None]
     return [*real, OfflineAdapter(settings.offline_delay_ms)]
 

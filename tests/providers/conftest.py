@@ -13,6 +13,7 @@ import pytest
 from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
 from app.providers.base import RetryPolicy
 from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
+from app.providers.openai_responses import OpenAIResponsesAdapter
 
 from .fake_server import FakeServer
 
@@ -36,6 +37,28 @@ async def openai_adapter(server: FakeServer) -> AsyncIterator[OpenAIAdapter]:
             retry=FAST_RETRY,
         )
     )
+    yield adapter
+    await adapter.aclose()
+
+
+def responses_adapter_for(
+    server: FakeServer, model: str = "gpt-5.4-mini"
+) -> OpenAIResponsesAdapter:
+    """The Responses adapter (``PARLEY_OPENAI_API=responses``) pointed at ``server``."""
+    return OpenAIResponsesAdapter(
+        OpenAIConfig(
+            api_key="sk-test",
+            base_url=f"{server.url}/v1",
+            default_model=model,
+            read_timeout=2.0,
+            retry=FAST_RETRY,
+        )
+    )
+
+
+@pytest.fixture
+async def responses_adapter(server: FakeServer) -> AsyncIterator[OpenAIResponsesAdapter]:
+    adapter = responses_adapter_for(server)
     yield adapter
     await adapter.aclose()
 

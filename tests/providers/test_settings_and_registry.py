@@ -15,6 +15,7 @@ from app.providers import (
 )
 from app.providers.anthropic_messages import AnthropicAdapter
 from app.providers.openai_chat import OpenAIAdapter
+from app.providers.openai_responses import OpenAIResponsesAdapter
 from app.providers.tokens import encoding_for_model, openai_token_counter
 from app.settings import Settings
 
@@ -28,6 +29,7 @@ _PROVIDER_ENV = (
     "PARLEY_ANTHROPIC_API_KEY",
     "PARLEY_ANTHROPIC_BASE_URL",
     "PARLEY_DEFAULT_PROVIDER",
+    "PARLEY_OPENAI_API",
 )
 
 
@@ -60,12 +62,25 @@ def test_sdk_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     adapters = build_adapters(settings)
     assert [a.name for a in adapters] == ["openai", "anthropic", "offline"]
     openai_adapter = adapters[0]
-    assert isinstance(openai_adapter, OpenAIAdapter)
+    assert isinstance(openai_adapter, OpenAIResponsesAdapter)  # PARLEY_OPENAI_API=responses
     assert openai_adapter.config.base_url == "http://127.0.0.1:11434/v1"
     assert openai_adapter.default_model == "llama3.1:8b"
     assert openai_adapter.config.retry.max_retries == 5
     assert "sk-env" not in repr(openai_adapter.config)
     assert isinstance(adapters[1], AnthropicAdapter)
+
+
+def test_openai_api_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PARLEY_OPENAI_API", "chat")
+    (chat, _) = build_adapters(Settings(openai_api_key="o"))
+    assert isinstance(chat, OpenAIAdapter) and chat.name == "openai"
+    assert chat._endpoint == "/chat/completions"
+    (responses, _) = build_adapters(Settings(openai_api_key="o", openai_api="responses"))
+    assert isinstance(responses, OpenAIResponsesAdapter) and responses.name == "openai"
+    assert responses._endpoint == "/responses"
+    monkeypatch.setenv("PARLEY_OPENAI_API", "completions")
+    with pytest.raises(ValueError, match="openai_api"):
+        Settings()
 
 
 def test_prefixed_key_wins(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
-"""The two providers' streaming wire formats, as SSE frames for the fake server to replay.
+"""The providers' streaming wire formats, as SSE frames for the fake server to replay.
 
-Standard library only. OpenAI: ``data: <chat.completion.chunk>`` frames ending in
-``data: [DONE]``. Anthropic: named events (``message_start`` … ``message_stop``).
+Standard library only. OpenAI chat completions: ``data: <chat.completion.chunk>`` frames ending
+in ``data: [DONE]``. OpenAI Responses: named events (``response.created`` …
+``response.completed``). Anthropic: named events (``message_start`` … ``message_stop``).
 """
 
 from __future__ import annotations
@@ -64,6 +65,177 @@ def oa_text(*pieces: str, finish: str = "stop", usage: tuple[int, int] = (10, 3)
 
 def oa_error_body(message: str, kind: str, code: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
+
+
+# --- OpenAI Responses --------------------------------------------------------------------------
+# Named events (``event: response.output_text.delta``) whose data repeats the name as ``type``,
+# numbered by ``sequence_number``; the stream ends with ``response.completed`` (or
+# ``.incomplete`` / ``.failed``), without [DONE].
+
+
+def rs_event(name: str, **data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps({'type': name, 'sequence_number': 0, **data})}\n\n"
+
+
+def rs_response(
+    status: str = "in_progress",
+    output: list[dict[str, Any]] | None = None,
+    usage: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1,
+        "model": "gpt-test",
+        "status": status,
+        "output": output or [],
+        "usage": usage,
+        "error": None,
+        "incomplete_details": None,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        **extra,
+    }
+
+
+def rs_created() -> list[str]:
+    return [
+        rs_event("response.created", response=rs_response()),
+        rs_event("response.in_progress", response=rs_response()),
+    ]
+
+
+def rs_usage(
+    input_tokens: int = 10, output_tokens: int = 3, reasoning: int = 0, cached: int = 0
+) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+def rs_message(output_index: int, item_id: str, *pieces: str) -> list[str]:
+    """An assistant message item of one output_text part, streamed piece by piece."""
+    text = "".join(pieces)
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    added = {"id": item_id, "type": "message", "status": "in_progress", "role": "assistant"}
+    done = {**added, "status": "completed", "content": [{**part, "text": text}]}
+    where = {"item_id": item_id, "output_index": output_index, "content_index": 0}
+    return [
+        rs_event(
+            "response.output_item.added", output_index=output_index, item={**added, "content": []}
+        ),
+        rs_event("response.content_part.added", **where, part=part),
+        *(rs_event("response.output_text.delta", **where, delta=p, logprobs=[]) for p in pieces),
+        rs_event("response.output_text.done", **where, text=text, logprobs=[]),
+        rs_event("response.content_part.done", **where, part={**part, "text": text}),
+        rs_event("response.output_item.done", output_index=output_index, item=done),
+    ]
+
+
+def rs_reasoning_item(
+    item_id: str, summary: list[str], encrypted: str | None = "gAAAAABenc+/=="
+) -> dict[str, Any]:
+    """A reasoning item as ``response.output_item.done`` gives it."""
+    item: dict[str, Any] = {
+        "id": item_id,
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": t} for t in summary],
+    }
+    if encrypted is not None:
+        item["encrypted_content"] = encrypted
+    return item
+
+
+def rs_reasoning(output_index: int, item: dict[str, Any], *, pieces: int = 2) -> list[str]:
+    """A reasoning item streamed: each summary part in ``pieces`` deltas, then the item."""
+    item_id = item["id"]
+    frames = [
+        rs_event(
+            "response.output_item.added",
+            output_index=output_index,
+            item={**item, "summary": [], "encrypted_content": None},
+        )
+    ]
+    for i, part in enumerate(item["summary"]):
+        where = {"item_id": item_id, "output_index": output_index, "summary_index": i}
+        text = part["text"]
+        cut = [text[k * len(text) // pieces : (k + 1) * len(text) // pieces] for k in range(pieces)]
+        frames.append(
+            rs_event(
+                "response.reasoning_summary_part.added",
+                **where,
+                part={"type": "summary_text", "text": ""},
+            )
+        )
+        frames += [
+            rs_event("response.reasoning_summary_text.delta", **where, delta=c) for c in cut if c
+        ]
+        frames.append(rs_event("response.reasoning_summary_text.done", **where, text=text))
+        frames.append(
+            rs_event(
+                "response.reasoning_summary_part.done",
+                **where,
+                part={"type": "summary_text", "text": text},
+            )
+        )
+    frames.append(rs_event("response.output_item.done", output_index=output_index, item=item))
+    return frames
+
+
+def rs_call_item(item_id: str, call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "type": "function_call",
+        "status": "completed",
+        "call_id": call_id,
+        "name": name,
+        "arguments": arguments,
+    }
+
+
+def rs_call(output_index: int, item: dict[str, Any], *fragments: str) -> list[str]:
+    """A function_call item whose arguments stream in ``fragments`` (default: in one)."""
+    pieces = fragments or (item["arguments"],)
+    where = {"item_id": item["id"], "output_index": output_index}
+    return [
+        rs_event(
+            "response.output_item.added",
+            output_index=output_index,
+            item={**item, "status": "in_progress", "arguments": ""},
+        ),
+        *(rs_event("response.function_call_arguments.delta", **where, delta=p) for p in pieces),
+        rs_event("response.function_call_arguments.done", **where, arguments=item["arguments"]),
+        rs_event("response.output_item.done", output_index=output_index, item=item),
+    ]
+
+
+def rs_completed(
+    usage: dict[str, Any] | None = None, output: list[dict[str, Any]] | None = None
+) -> str:
+    return rs_event(
+        "response.completed",
+        response=rs_response("completed", output, usage if usage is not None else rs_usage()),
+    )
+
+
+def rs_text(*pieces: str, usage: dict[str, Any] | None = None) -> list[str]:
+    """A whole text reply: created, one message item, completed."""
+    return [*rs_created(), *rs_message(0, "msg_1", *pieces), rs_completed(usage)]
+
+
+def rs_failed(code: str, message: str) -> str:
+    error = {"code": code, "message": message}
+    return rs_event("response.failed", response=rs_response("failed", error=error))
+
+
+def rs_error(code: str | None, message: str) -> str:
+    return rs_event("error", code=code, message=message, param=None)
 
 
 # --- Anthropic messages ------------------------------------------------------------------------
