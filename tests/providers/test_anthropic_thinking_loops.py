@@ -275,10 +275,11 @@ async def test_switching_provider_leaves_thinking_behind_and_comes_back_to_it(
     assert (await run(conv))[1] is None
     (sent,) = openai_server.bodies
     check_openai_request(sent)
-    dumped = json.dumps(sent)
+    dumped = json.dumps(sent["messages"])  # the history; `reasoning_effort` is the config's
     assert (
         "thinking" not in dumped.lower() and "signature" not in dumped and "reasoning" not in dumped
     )
+    assert sent["reasoning_effort"] == "high"
 
     conv.continuation.provider("anthropic").request("One more?").prompt_conversation()
     assert (await run(conv))[1] is None
