@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.problems import PROBLEM_JSON
 from app.api.schemas import (
-    ContentBlockData,
     ContentBlockDeltaData,
+    ContentBlockStartData,
+    ContentBlockStopData,
     DoneData,
     ErrorEventData,
     MessageData,
@@ -31,9 +32,9 @@ from app.runs.events import EVENT_ID_PATTERN, EVENT_NAMES
 SSE = "text/event-stream"
 EVENT_DATA: dict[str, type[BaseModel]] = {  # each event's JSON body, by name
     "run_started": RunStartedData,
-    "content_block_start": ContentBlockData,
+    "content_block_start": ContentBlockStartData,
     "content_block_delta": ContentBlockDeltaData,
-    "content_block_stop": ContentBlockData,
+    "content_block_stop": ContentBlockStopData,
     "tool_use": ToolUseData,
     "message_stop": MessageStopData,
     "message": MessageData,

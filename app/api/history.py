@@ -31,7 +31,7 @@ from app.api.schemas import (
     ConversationOut,
     MessageListDocument,
 )
-from app.domain import FORMAT_VERSION, MessageList, to_anthropic_format, to_openai_format
+from app.domain import MessageList, format_version, to_anthropic_format, to_openai_format
 from app.runs.conversations import ConversationView
 from app.runs.history import HistoryService
 
@@ -126,8 +126,10 @@ async def get_messages(
     ] = None,
 ) -> Any:
     """The conversation's messages: the serialized document ("save") that `POST
-    /conversations` loads back, or `?format=openai` / `?format=anthropic`. With `after`
-    or `limit`, one page of the serialized document and `next_after` to continue from."""
+    /conversations` loads back (version "1.1" when it holds reasoning, with each
+    `ReasoningMessage`'s opaque `payload`), or `?format=openai` (reasoning left out) /
+    `?format=anthropic` (Anthropic's reasoning as `thinking` blocks). With `after` or
+    `limit`, one page of the serialized document and `next_after` to continue from."""
     if after is not None or limit is not None:
         if format != "parley":
             raise Unprocessable(
@@ -149,7 +151,7 @@ async def _page(
     page = await history.page(conversation_id, after, limit)
     body = MessagePage(
         messages=[m.to_serializable_dict() for m in page.messages],
-        version=FORMAT_VERSION,
+        version=format_version(page.messages),
         start=page.start,
         total=page.total,
         next_after=page.next_after,

@@ -38,8 +38,9 @@ class ImportIn(BaseModel):
     """A provider's own request shape, plus an optional config and metadata.
 
     OpenAI: `messages` with `system`, `user`, `assistant` (with `tool_calls`) and `tool`
-    messages. Anthropic: `system` and `messages` with `text`, `tool_use` and `tool_result`
-    blocks. Other request keys (`model`, `max_tokens`, …) are accepted and ignored.
+    messages. Anthropic: `system` and `messages` with `text`, `tool_use`, `tool_result`,
+    `thinking` and `redacted_thinking` blocks (kept as Anthropic's reasoning, byte for byte).
+    Other request keys (`model`, `max_tokens`, …) are accepted and ignored.
     """
 
     model_config = ConfigDict(
@@ -83,7 +84,10 @@ class MessagePage(BaseModel):
     model_config = SERVED
 
     messages: list[JsonValue]
-    version: str
+    version: str = Field(
+        description='The format\'s version these messages need: "1.1" when they hold '
+        'reasoning, else "1.0".'
+    )
     start: int = Field(description="The index of the first message of this page.")
     total: int = Field(description="How many messages the conversation holds.")
     next_after: int | None = Field(
@@ -93,14 +97,15 @@ class MessagePage(BaseModel):
 
 class OpenAIMessagesOut(BaseModel):
     """`?format=openai`: the chat-completions `messages` (system, user, assistant with
-    `tool_calls`, tool)."""
+    `tool_calls`, tool); reasoning is left out (Chat Completions has no place for it)."""
 
     messages: list[dict[str, JsonValue]]
 
 
 class AnthropicMessagesOut(BaseModel):
-    """`?format=anthropic`: the Messages API's `system` and
-    `messages` with `text`, `tool_use` and `tool_result` blocks."""
+    """`?format=anthropic`: the Messages API's `system` and `messages` with `text`,
+    `tool_use` and `tool_result` blocks, and Anthropic's own reasoning as `thinking` and
+    `redacted_thinking` blocks (other providers' reasoning is left out)."""
 
     system: str = Field(description="The system prompt (empty without one).")
     messages: list[dict[str, JsonValue]]

@@ -47,12 +47,39 @@ class ClientToolIn(BaseModel):
         return self
 
 
+class ReasoningPatch(BaseModel):
+    """How much the model reasons (merged key by key; ``null`` resets a key to the provider's
+    default). docs/providers.md says how each provider takes it."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra={"examples": [{"effort": "low"}]})
+
+    effort: Literal["none", "low", "medium", "high"] | None = Field(
+        None, description="`none` turns reasoning off where the model allows it."
+    )
+    budget_tokens: int | None = Field(
+        None,
+        ge=1024,
+        le=1_000_000,
+        strict=True,
+        description="The most tokens the model may spend reasoning, where it takes a budget.",
+    )
+    summary: Literal["auto", "none"] | None = Field(
+        None, description="Whether the provider should summarize its reasoning for display."
+    )
+
+
 class ConfigPatch(BaseModel):
-    """A JSON Merge Patch over the conversation's config: ``null`` resets a key."""
+    """A JSON Merge Patch over the conversation's config: ``null`` resets a key; an object
+    (``reasoning``) is merged key by key."""
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"provider": "offline", "temperature": None}]},
+        json_schema_extra={
+            "examples": [
+                {"provider": "offline", "temperature": None},
+                {"reasoning": {"effort": "low"}},
+            ]
+        },
     )
 
     provider: str | None = Field(None, min_length=1, max_length=64)
@@ -64,6 +91,9 @@ class ConfigPatch(BaseModel):
     max_output_tokens: int | None = Field(None, ge=1, le=1_000_000, strict=True)
     context_max_tokens: int | None = Field(None, ge=1, le=10_000_000, strict=True)
     max_tool_rounds: int | None = Field(None, ge=0, le=100, strict=True)
+    reasoning: ReasoningPatch | None = Field(
+        None, description="Reasoning effort, budget and summary; `null` resets all three."
+    )
 
 
 class TextMessageIn(BaseModel):
@@ -166,7 +196,8 @@ class DeltaBundle(BaseModel):
 
 
 class MessageListDocument(BaseModel):
-    """A MessageList in the serialized format (version "1.0"), as ``GET …/messages`` gives it."""
+    """A MessageList in the serialized format, as ``GET …/messages`` gives it: version "1.0",
+    or "1.1" when it holds a `ReasoningMessage` (docs/format.md)."""
 
     model_config = ConfigDict(
         extra="allow",
@@ -184,7 +215,9 @@ class MessageListDocument(BaseModel):
     )
 
     messages: list[dict[str, JsonValue]]
-    version: Literal["1.0"] = Field(description="The serialized format's version.")
+    version: Literal["1.0", "1.1"] = Field(
+        description='The serialized format\'s version: "1.1" when the messages hold reasoning.'
+    )
 
 
 class ConversationCreate(BaseModel):
@@ -278,13 +311,24 @@ RunStatusOut = Literal[
 ]
 
 
+INPUT_TOKENS = "Every token of the requests, cached ones included."
+OUTPUT_TOKENS = "Every token of the replies, reasoning included."
+REASONING_TOKENS = "The part of `output_tokens` spent reasoning."
+CACHE_READ_TOKENS = "The part of `input_tokens` read from the provider's prompt cache."
+CACHE_WRITE_TOKENS = "The part of `input_tokens` written to the provider's prompt cache."
+
+
 class UsageOut(BaseModel):
-    """Tokens the provider counted for the run (all its model replies)."""
+    """Tokens the provider counted for the run (all its model replies), by kind; 0 for a kind
+    the provider did not count."""
 
     model_config = SERVED
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: int = Field(0, description=INPUT_TOKENS)
+    output_tokens: int = Field(0, description=OUTPUT_TOKENS)
+    reasoning_tokens: int = Field(0, description=REASONING_TOKENS)
+    cache_read_tokens: int = Field(0, description=CACHE_READ_TOKENS)
+    cache_write_tokens: int = Field(0, description=CACHE_WRITE_TOKENS)
 
 
 class RunOut(BaseModel):
@@ -327,8 +371,17 @@ class RunStartedData(BaseModel):
     version: int
 
 
-class ContentBlockData(BaseModel):
-    """`content_block_start` and `content_block_stop`: a block of the model's reply."""
+class ContentBlockStartData(BaseModel):
+    """`content_block_start`: a block of the model's reply begins; `index` is unique within
+    the reply. A `reasoning` block streams the model's reasoning (its stored
+    `ReasoningMessage` is announced by a `message` event); a `text` block, the reply's text."""
+
+    index: int
+    type: Literal["text", "reasoning"]
+
+
+class ContentBlockStopData(BaseModel):
+    """`content_block_stop`: the block at `index` is complete."""
 
     index: int
 
@@ -349,10 +402,14 @@ class ToolUseData(BaseModel):
 
 
 class StreamUsage(BaseModel):
-    """Tokens the provider counted for one model reply (null when it counted none)."""
+    """Tokens the provider counted for one model reply, by kind (null for a kind it did not
+    count)."""
 
-    input_tokens: int | None
-    output_tokens: int | None
+    input_tokens: int | None = Field(description=INPUT_TOKENS)
+    output_tokens: int | None = Field(description=OUTPUT_TOKENS)
+    reasoning_tokens: int | None = Field(description=REASONING_TOKENS)
+    cache_read_tokens: int | None = Field(description=CACHE_READ_TOKENS)
+    cache_write_tokens: int | None = Field(description=CACHE_WRITE_TOKENS)
 
 
 class MessageStopData(BaseModel):
@@ -364,7 +421,8 @@ class MessageStopData(BaseModel):
 
 class MessageData(BaseModel):
     """`message`: a message appended to the conversation and already stored, at `index`, in
-    the serialized format; `version` is the conversation's after it."""
+    the serialized format; `version` is the conversation's after it. A `ReasoningMessage`
+    carries its opaque `payload` here too (it may be several KB)."""
 
     index: int
     version: int

@@ -2,8 +2,9 @@
 
 May import the domain and the providers' token counting. The stored keys are the API's:
 ``provider``, ``model``, ``tools``, ``client_tools``, ``temperature``, ``max_output_tokens``,
-``context_max_tokens``, ``max_tool_rounds``. A patch is a JSON Merge Patch (RFC 7396) over
-them: ``null`` removes a key.
+``context_max_tokens``, ``max_tool_rounds``, ``reasoning`` (an object: ``effort``,
+``budget_tokens``, ``summary``). A patch is a JSON Merge Patch (RFC 7396) over them: ``null``
+removes a key, an object is merged key by key, and an object left empty is removed.
 """
 
 from __future__ import annotations
@@ -15,10 +16,13 @@ from typing import Any
 from app.domain import (
     ConversationConfig,
     ConversationConfigurationError,
+    DeltaApplicationError,
     ModelSelectionStrategy,
+    Reasoning,
     Tool,
     approximate_tokens,
 )
+from app.domain.config import validated_config
 from app.domain.context import TokenCounter
 from app.providers.tokens import token_counter_for
 from app.runs.errors import InvalidInput
@@ -30,10 +34,15 @@ def config_error(key: str, detail: str, **extra: Any) -> InvalidInput:
 
 
 def merge_patch(stored: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """``stored`` with ``patch`` applied: ``None`` removes a key, anything else replaces it."""
+    """``stored`` with ``patch`` applied (RFC 7396): ``None`` removes a key, an object is
+    merged into the stored one key by key (an object left empty is removed: nothing set is
+    the default), anything else replaces the key's value."""
     merged = dict(stored)
     for key, value in patch.items():
-        if value is None:
+        if isinstance(value, Mapping):
+            current = merged.get(key)
+            value = merge_patch(current if isinstance(current, Mapping) else {}, value)
+        if value is None or value == {}:
             merged.pop(key, None)
         else:
             merged[key] = value
@@ -71,6 +80,10 @@ class ConfigContext:
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise config_error("client_tools", f"tool names repeat: {', '.join(repeated)}")
+        try:
+            _reasoning(config)
+        except DeltaApplicationError as exc:
+            raise config_error("reasoning", str(exc)) from exc
 
     def token_counter(self, config: ConversationConfig) -> tuple[TokenCounter, bool]:
         """The counter a run of ``config`` uses, and whether its counts are exact."""
@@ -79,6 +92,15 @@ class ConfigContext:
         except ConversationConfigurationError:
             return approximate_tokens, False
         return token_counter_for(adapter, model)
+
+    def provider_name(self, config: ConversationConfig) -> str | None:
+        """The provider a run of ``config`` talks to (None: none is available); a run sends
+        it only its own reasoning."""
+        try:
+            adapter, _ = config.select()
+        except ConversationConfigurationError:
+            return None
+        return adapter.name
 
     def build(self, config: Mapping[str, Any]) -> ConversationConfig:
         """The domain config a run uses for this stored config."""
@@ -98,4 +120,11 @@ class ConfigContext:
             context_max_tokens=config.get("context_max_tokens"),
             max_tool_rounds=config.get("max_tool_rounds", defaults.max_tool_rounds),
             tool_timeout=self.tool_timeout,
+            reasoning=_reasoning(config),
         )
+
+
+def _reasoning(config: Mapping[str, Any]) -> Reasoning | None:
+    """The domain's Reasoning of a stored config (None: the provider's default), checked by
+    the domain's rules; DeltaApplicationError if the stored object breaks them."""
+    return validated_config(ConversationConfig(), {"reasoning": config.get("reasoning")}).reasoning

@@ -15,6 +15,7 @@ from app.domain import (
     Message,
     MessageList,
     MessageListDeserializationError,
+    ReasoningMessage,
     TextMessage,
     ToolCallMessage,
     ToolResult,
@@ -23,6 +24,8 @@ from app.runs.config import merge_patch
 from app.runs.errors import InvalidInput, NoActiveRun
 from app.runs.services import Services
 from app.storage import ConversationRecord, ConversationRepository, RunRepository, ToolOutcome
+
+_TEXTS = (TextMessage, AgentMessage, ReasoningMessage)  # the messages whose text has a limit
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,7 @@ class ConversationService:
             )
         longest = self.services.settings.max_text_chars
         for i, message in enumerate(messages):
-            if isinstance(message, TextMessage | AgentMessage) and len(message.text) > longest:
+            if isinstance(message, _TEXTS) and len(message.text) > longest:
                 raise InvalidInput(
                     ("body", "messages", "messages", i, "text"),
                     f"messages[{i}].text: {len(message.text)} characters; at most {longest}",

@@ -127,7 +127,8 @@ class HistoryService:
             raise InvalidInput(("body", "messages"), f"at most {limit} messages can be imported")
 
     async def context(self, conversation_id: str, max_tokens: int | None) -> RepairedContext:
-        """The window a run would send within the budget, repaired as the run repairs it."""
+        """The window a run would send within the budget, repaired as the run repairs it for
+        its provider (reasoning of other providers, or cut short, is left out)."""
         async with self.services.reader(self.owner) as repo:
             record = await repo.get(conversation_id)
             messages = list(await repo.load_messages(conversation_id))
@@ -135,9 +136,10 @@ class HistoryService:
         budget = max_tokens if max_tokens is not None else config.context_max_tokens
         counter, exact = self.services.configs.token_counter(config)
         window = context_within(messages, budget, counter)
+        provider = self.services.configs.provider_name(config)
         repaired = [
             RepairedMessage(r.message, tuple(window.indices[i] for i in r.sources))
-            for r in repair_with_sources(window.messages)
+            for r in repair_with_sources(window.messages, provider)
         ]
         counts = [count_message_tokens(r.message, counter) for r in repaired]
         changed = [len(r.sources) > 1 or messages[r.sources[0]] != r.message for r in repaired]

@@ -28,7 +28,14 @@ async def test_runs_are_listed_newest_first_and_read_one_by_one(
     assert [r["id"] for r in rest["items"]] == ids[1:] and rest["next_cursor"] is None
     run = (await client.get(f"/conversations/{conv_id}/runs/{ids[0]}")).json()
     assert run["status"] == "completed" and run["on_disconnect"] == "cancel"
-    assert run["usage"] == {"input_tokens": run["usage"]["input_tokens"], "output_tokens": 1}
+    assert run["usage"] == {
+        "input_tokens": run["usage"]["input_tokens"],
+        "output_tokens": 1,
+        "reasoning_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
+    assert run["usage"]["input_tokens"] > 0
     assert run["finished_at"] is not None and run["cancel_requested"] is False
     missing = await client.get(f"/conversations/{conv_id}/runs/{'0' * 32}")
     assert missing.status_code == 404 and missing.json()["code"] == "run_not_found"

@@ -232,14 +232,17 @@ async def test_every_events_body_matches_the_schema_the_document_gives_its_name(
     say = {"messages": [{"role": "user", "text": "hi there"}]}
     add = {"messages": [{"role": "user", "text": 'call add_numbers {"numbers": [1, 2]}'}]}
     ask = {"messages": [{"role": "user", "text": 'call weather {"city": "Oslo"}'}]}
+    think = {**say, "config": {"reasoning": {"effort": "low"}}}
     events = await stream(client, conv_id, say) + await stream(client, conv_id, add)
-    events += await stream(client, conv_id, ask)
+    events += await stream(client, conv_id, think) + await stream(client, conv_id, ask)
     call_id = next(e for e in events if e.name == "requires_action").data["tool_calls"][0]
     answer = {"tool_call_id": call_id["tool_call_id"], "result": {"temp_c": 21}}
     events += await stream(client, conv_id, {"messages": [{"role": "tool", **answer}]})
     tight = await create(client, config={"context_max_tokens": 5})
     events += await stream(client, tight, {"messages": [{"role": "user", "text": "a b " * 50}]})
     assert {e.name for e in events} == set(by_name)
+    starts = {e.data["type"] for e in events if e.name == "content_block_start"}
+    assert starts == {"text", "reasoning"}
     for event in events:
         schema = {**by_name[event.name]["contentSchema"], "components": document["components"]}
         jsonschema_rs.validate(schema, event.data)

@@ -179,6 +179,64 @@ async def test_server_and_client_tools_and_injected_messages(
     await context.close()
 
 
+async def test_reasoning_streams_collapsed_above_the_reply(browser: Any, live_server: Any) -> None:
+    """Reasoning "low" on a new conversation: the offline model's thought streams into a
+    collapsed block above the reply, stays there once stored and after a reload; the select
+    patches the open conversation's config (provider default: none set)."""
+    server = live_server(offline_delay_ms=150)  # the thought streams for about two seconds
+    context = await browser.new_context()
+    await loopback_only(context)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    await page.goto(server.url + "/")
+    await expect(page.get_by_label("Provider")).to_have_value("offline")
+    await page.get_by_label("Reasoning").select_option("low")
+    conv_id = await new_conversation(page)
+    log = page.get_by_role("log")
+    await send(page, "why is the sky blue")
+    await expect(log.locator("details.reasoning.streaming")).to_contain_text("The last message")
+    await expect(page.get_by_role("status")).to_have_text("Done: completed")
+    thought = "The last message has 5 words, so I will echo it back."
+    reasoning = log.locator("details.reasoning")
+    await expect(reasoning).to_have_count(1)
+    await expect(reasoning.locator(".thought")).to_be_hidden()  # collapsed
+    await expect(log.locator(".msg.assistant").last).to_have_text("assistantwhy is the sky blue")
+    above = "([r, a]) => !!(r.compareDocumentPosition(a) & Node.DOCUMENT_POSITION_FOLLOWING)"
+    pair = [reasoning, log.locator(".msg.assistant").last]
+    assert await page.evaluate(above, [await e.element_handle() for e in pair])
+    await reasoning.locator("summary").click()
+    await expect(reasoning.locator(".thought")).to_have_text(thought)
+    async with await api(server.url, None) as http:
+        conversation = (await http.get(f"/conversations/{conv_id}")).json()
+        assert conversation["config"]["reasoning"] == {"effort": "low"}
+        messages = (await http.get(f"/conversations/{conv_id}/messages")).json()["messages"]
+        assert [m["type"] for m in messages] == ["TextMessage", "ReasoningMessage", "TextMessage"]
+        assert messages[1]["text"] == thought
+
+        await page.get_by_label("Reasoning").select_option("none")
+        await expect(page.get_by_role("status")).to_have_text("Reasoning: none.")
+        conversation = (await http.get(f"/conversations/{conv_id}")).json()
+        assert conversation["config"]["reasoning"] == {"effort": "none"}
+        await send(page, "no thinking now")
+        await expect(page.get_by_role("status")).to_have_text("Done: completed")
+        await expect(log.locator(".msg.assistant").last).to_contain_text("no thinking now")
+        await expect(reasoning).to_have_count(1)
+        await page.get_by_label("Reasoning").select_option("")
+        await expect(page.get_by_role("status")).to_have_text("Reasoning: provider default.")
+        conversation = (await http.get(f"/conversations/{conv_id}")).json()
+        assert "reasoning" not in conversation["config"]
+
+    await page.reload()  # the transcript as stored: the reasoning block comes back, collapsed
+    await expect(page.locator("#title")).to_have_text(f"Conversation {conv_id}")
+    await expect(reasoning).to_have_count(1)
+    await expect(reasoning.locator(".thought")).to_be_hidden()
+    await expect(reasoning).to_contain_text(thought)
+    await expect(page.get_by_label("Reasoning")).to_have_value("")
+    assert errors == []
+    await context.close()
+
+
 async def test_docs_and_redoc_render_with_the_network_unplugged(
     browser: Any, live_server: Any
 ) -> None:

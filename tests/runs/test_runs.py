@@ -136,7 +136,13 @@ async def test_a_run_is_a_row_and_its_log_replays_exactly(make_services: MakeSer
         record = await runs.get(run.run_id)
         rows = await runs.events_after(run.run_id, 0)
     assert record.status == "completed" and record.finished_at is not None
-    assert record.usage == {"input_tokens": 10, "output_tokens": 3}
+    assert record.usage == {
+        "input_tokens": 10,
+        "output_tokens": 3,
+        "reasoning_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
     assert len(rows) < len(live)  # the three deltas share a row
     assert services.writer.transactions <= 3
 
@@ -775,4 +781,10 @@ async def test_token_counts_that_are_no_counts_are_left_out(
     assert body(events[-1])["status"] == "completed"
     [record], _ = await RunReader(services, OWNER).list(conv_id, 10, None)
     assert record.status == "completed"
-    assert record.usage == {"input_tokens": 0, "output_tokens": 4}
+    assert record.usage == {
+        "input_tokens": 0,
+        "output_tokens": 4,
+        "reasoning_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }

@@ -15,6 +15,7 @@ function setRunning(running) {
   state.running = running;
   $("send").disabled = running || !state.id;
   $("stop").disabled = !running;
+  $("reasoning").disabled = running; // a run holds the conversation: its config cannot change
 }
 
 function askKey(refused) {
@@ -65,20 +66,43 @@ function bubble(role, text, extra = "") {
   return div;
 }
 
+// The model's reasoning, collapsed above its reply (a <details> the user opens).
+function reasoningBlock(text, extra = "") {
+  const details = document.createElement("details");
+  details.className = `msg reasoning ${extra}`.trim();
+  const summary = document.createElement("summary");
+  summary.textContent = "Reasoning";
+  const thought = document.createElement("div");
+  thought.className = "thought";
+  thought.dir = "auto";
+  thought.textContent = text;
+  details.append(summary, thought);
+  $("transcript").append(details);
+  details.scrollIntoView({ block: "end" });
+  return details;
+}
+
+function markCut(div) {
+  div.classList.add("incomplete");
+  const cut = document.createElement("span");
+  cut.className = "cut";
+  cut.textContent = " (cut short)";
+  (div.querySelector("summary") ?? div).append(cut);
+}
+
 function renderMessage(message) {
+  if (message.type === "ReasoningMessage") {
+    const details = reasoningBlock(message.text ?? "");
+    if (message.incomplete) markCut(details);
+    return details;
+  }
   if (message.type === "ToolCallMessage") {
     const outcome = message.pending ? "waiting for the client's result"
       : message.error != null ? `error: ${message.error}` : JSON.stringify(message.result);
     return bubble("tool", `${message.tool_name}(${JSON.stringify(message.arguments)}) → ${outcome}`);
   }
   const div = bubble(message.role, message.text ?? "");
-  if (message.incomplete) {
-    div.classList.add("incomplete");
-    const cut = document.createElement("span");
-    cut.className = "cut";
-    cut.textContent = " (cut short)";
-    div.append(cut);
-  }
+  if (message.incomplete) markCut(div);
   return div;
 }
 
@@ -121,16 +145,28 @@ function showToolForm(toolCalls) {
   $("tool-form").hidden = false;
 }
 
+// A run's events as they arrive: the reply's text in a streaming bubble, its reasoning (the
+// blocks that `content_block_start` types `reasoning`) in a streaming <details>; each is
+// replaced by the stored message when its `message` event comes.
 function onEvent(live) {
   return (name, payload) => {
     if (name === "run_started") {
       live.started = true;
+    } else if (name === "content_block_start") {
+      if (payload.type === "reasoning") live.reasoningBlocks.add(payload.index);
+      else live.reasoningBlocks.delete(payload.index);
     } else if (name === "content_block_delta" && typeof payload.delta === "string") {
-      if (!live.div) live.div = bubble("assistant", "", "streaming");
-      live.div.append(document.createTextNode(payload.delta));
+      if (live.reasoningBlocks.has(payload.index)) {
+        if (!live.reasoning) live.reasoning = reasoningBlock("", "streaming");
+        live.reasoning.querySelector(".thought").append(document.createTextNode(payload.delta));
+      } else {
+        if (!live.div) live.div = bubble("assistant", "", "streaming");
+        live.div.append(document.createTextNode(payload.delta));
+      }
     } else if (name === "message") {
-      live.div?.remove();
-      live.div = null;
+      const part = payload.message.type === "ReasoningMessage" ? "reasoning" : "div";
+      live[part]?.remove();
+      live[part] = null;
       renderMessage(payload.message);
     } else if (name === "error") {
       setStatus(`Error (${payload.code}): ${payload.detail}`);
@@ -154,7 +190,7 @@ async function run(bundle, { lastEventId = null, text = "" } = {}) {
   $("run-error").textContent = "";
   const toolForm = !$("tool-form").hidden; // shown again if the run does not start
   $("tool-form").hidden = true;
-  const live = { div: null, started: false };
+  const live = { div: null, reasoning: null, reasoningBlocks: new Set(), started: false };
   const sent = bundle?.messages?.filter((m) => m.role === "user") ?? [];
   sent.forEach((m) => bubble("user", m.text, "sending"));
   try {
@@ -170,6 +206,7 @@ async function run(bundle, { lastEventId = null, text = "" } = {}) {
   } catch (error) {
     if (!mine()) return;
     live.div?.classList.remove("streaming");
+    live.reasoning?.classList.remove("streaming");
     if (!live.started) {
       document.querySelectorAll(".msg.sending").forEach((div) => div.remove());
       if (text && !$("message").value) $("message").value = text;
@@ -242,6 +279,7 @@ async function open(id) {
   setRunning(false);
   setStatus("");
   const conversation = await request("GET", conversationPath(id));
+  showReasoning(conversation.config);
   await showTranscript();
   await loadConversations();
   if (conversation.status === "running" && conversation.run_id && state.id === id && !state.running) {
@@ -249,8 +287,39 @@ async function open(id) {
   }
 }
 
+// The Reasoning select: the open conversation's `config.reasoning.effort` ("" for the
+// provider's default, also when only a budget or a summary is set).
+function showReasoning(config) {
+  $("reasoning").value = config.reasoning?.effort ?? "";
+}
+
+// The select's `config.reasoning` patch: null resets it to the provider's default.
+function reasoningPatch() {
+  const effort = $("reasoning").value;
+  return effort ? { effort } : null;
+}
+
+$("reasoning").addEventListener("change", () => {
+  if (!state.id) return; // a new conversation takes it with its config
+  const id = state.id;
+  guarded(async () => {
+    try {
+      const body = { config: { reasoning: reasoningPatch() } };
+      const changed = await request("POST", conversationPath(id, "/deltas"), body);
+      if (state.id === id) showReasoning(changed.config);
+      setStatus(`Reasoning: ${$("reasoning").selectedOptions[0].textContent}.`);
+    } catch (error) {
+      // not changed (a run holds the conversation, say): show what it still runs with
+      const conversation = await request("GET", conversationPath(id));
+      if (state.id === id) showReasoning(conversation.config);
+      throw error;
+    }
+  });
+});
+
 function newConversationBody() {
   const config = { provider: $("provider").value };
+  if (reasoningPatch()) config.reasoning = reasoningPatch();
   if ($("model").value.trim()) config.model = $("model").value.trim();
   if ($("server-tools").checked) config.tools = ["add_numbers", "current_time"];
   const clientTools = $("client-tools").value.trim();
