@@ -70,7 +70,8 @@ class OfflineAdapter:
         text, call = _reply(messages)
         words = re.findall(r"\s*\S+", text)
         usage_in = sum(approximate_tokens(message_text(m)) for m in messages)
-        thought = _thought(words, call) if options.reasoning and options.reasoning.on else []
+        thinks = options.reasoning is not None and options.reasoning.on
+        thought = _thought(words, call, _answers_a_tool(messages)) if thinks else []
         index = 0
         if thought:
             yield ContentBlockStart(0, "reasoning")
@@ -96,11 +97,25 @@ class OfflineAdapter:
             yield ContentBlockDelta(word, index)
 
 
-def _thought(words: list[str], call: ToolUse | None) -> list[str]:
+def _thought(words: list[str], call: ToolUse | None, tool_answered: bool) -> list[str]:
     """The offline model's reasoning, word by word: what it was given and what it will do."""
-    plan = f"call the tool {call.tool_name}" if call is not None else "echo it back"
-    text = f"The last message has {len(words)} words, so I will {plan}."
+    if call is not None:
+        text = f"I am asked to call the tool {call.tool_name}, so I will call it."
+    elif tool_answered:
+        text = f"The tool answered with {len(words)} words, so I will pass them on."
+    else:
+        text = f"The last message has {len(words)} words, so I will echo it back."
     return re.findall(r"\s*\S+", text)
+
+
+def _answers_a_tool(messages: Sequence[Message]) -> bool:
+    """The reply answers with a tool's result: a call was completed after the last user text."""
+    for message in reversed(messages):
+        if isinstance(message, TextMessage) and message.role is Role.USER:
+            return False
+        if isinstance(message, ToolCallMessage) and not message.pending:
+            return True
+    return False
 
 
 def _signed(text: str) -> dict[str, str]:

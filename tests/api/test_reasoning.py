@@ -390,7 +390,7 @@ async def test_a_client_tool_loop_with_reasoning_keeps_it_before_its_call(
     assert events[-1].data["status"] == "requires_action"
     first = stored(events)
     assert [m["type"] for m in first] == ["ReasoningMessage", "ToolCallMessage"]
-    assert first[0]["text"].endswith("so I will call the tool lookup.")
+    assert first[0]["text"] == "I am asked to call the tool lookup, so I will call it."
     call_id = first[1]["tool_call_id"]
 
     events = await stream(
@@ -401,6 +401,7 @@ async def test_a_client_tool_loop_with_reasoning_keeps_it_before_its_call(
     assert events[-1].data["status"] == "completed"
     second = stored(events)
     assert [m["type"] for m in second] == ["ReasoningMessage", "TextMessage"]
+    assert second[0]["text"] == "The tool answered with 2 words, so I will pass them on."
     assert second[1]["text"] == '{"answer": 42}'
 
     document = (await client.get(f"/conversations/{conv_id}/messages")).json()
