@@ -30,7 +30,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain import Message, ReasoningMessage, Role, TextMessage, ToolCallMessage
+from app.domain import Message, ReasoningMessage, ToolCallMessage
 
 from . import wire
 from .fake_server import Received, Reply
@@ -53,20 +53,23 @@ def issued_from_history(messages: list[Message]) -> Issued:
     must come back with it)."""
     issued = Issued()
     reasoning_id: str | None = None
+    previous: Message | None = None
     for message in messages:
         if isinstance(message, ReasoningMessage):
             payload = message.payload
+            reasoning_id = None  # another provider's reasoning begins another reply
             if message.provider == "openai" and payload and payload.get("type") == "reasoning":
                 issued.reasoning[str(payload["id"])] = payload
                 reasoning_id = str(payload["id"])
         elif isinstance(message, ToolCallMessage):
+            if message.message and isinstance(previous, ToolCallMessage):
+                reasoning_id = None  # a call with its own text begins a reply of its own
             if reasoning_id is not None:
                 call_id = message.tool_call_id
                 issued.calls[call_id] = (f"fc_{call_id}", reasoning_id)
-        elif isinstance(message, TextMessage) and message.role is Role.ASSISTANT:
-            reasoning_id = None  # the reply that the reasoning began ends with its text
         else:
-            reasoning_id = None
+            reasoning_id = None  # the reply that the reasoning began has ended
+        previous = message
     return issued
 
 
