@@ -4,7 +4,8 @@ A session here is one pooled ``AsyncConnection`` in a transaction: Parley runs C
 only, and the ORM's ``Session`` in between cost more Python per statement than SQLite takes to
 run one (2–6% of a run's start, measured in docs/performance.md).
 
-Imports SQLAlchemy, app.settings and app.observability (pool metrics). SQLite is set up so that
+Imports SQLAlchemy, app.settings, app.observability (pool metrics) and app.storage (the driver
+shims through app.storage.driver's exports only). SQLite is set up so that
 concurrent writers wait their turn.
 """
 
@@ -25,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_en
 
 from app.observability import metrics
 from app.settings import Settings
-from app.storage import sqlite_inline
+from app.storage.driver import connector, ping
 from app.storage.errors import (
     DatabaseUnavailable,
     SchemaNotMigrated,
@@ -65,7 +66,7 @@ class Database:
         options = {"hide_parameters": True, **(engine_options or {})}
         if self.is_sqlite:
             _create_parent_directory(self.url)
-            creator = sqlite_inline.connector(self.url.database or ":memory:", busy_timeout_ms)
+            creator = connector(self.url.database or ":memory:", busy_timeout_ms)
             self.engine = create_async_engine(self.url, async_creator=creator, **options)
             _configure_sqlite(self.engine)
         else:
@@ -151,7 +152,7 @@ def _ping_idle_connections(engine: AsyncEngine) -> None:
         if idle_since is None or time.monotonic() - idle_since < IDLE_PING_SECONDS:
             return
         try:
-            dbapi_connection.ping()
+            ping(dbapi_connection)
         except Exception as exc:
             raise DisconnectionError("a pooled connection died while idle") from exc
 
@@ -182,9 +183,9 @@ def _create_parent_directory(url: URL) -> None:
 def _configure_sqlite(engine: AsyncEngine) -> None:
     """Pragmas on connect; SQLAlchemy (not the sqlite3 module) emits BEGIN, as IMMEDIATE.
 
-    Connections come from ``sqlite_inline`` in autocommit mode, which hands transaction
-    control to the "begin" hook below (SQLAlchemy's documented recipe), and wait for other
-    processes' locks without blocking the loop.
+    Connections come from ``driver.connector`` (SQLite on the loop's thread) in autocommit
+    mode, which hands transaction control to the "begin" hook below (SQLAlchemy's documented
+    recipe), and wait for other processes' locks without blocking the loop.
     """
 
     @event.listens_for(engine.sync_engine, "connect")

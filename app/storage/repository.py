@@ -20,7 +20,7 @@ from sqlalchemy import and_, bindparam, delete, exists, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import AgentMessage, Message, MessageList
-from app.storage.direct import Direct, Row
+from app.storage.driver import Direct, Row
 from app.storage.errors import (
     ConversationNotFound,
     LeaseHeld,
@@ -73,7 +73,7 @@ def _scoped(build: Callable[[Any], Any]) -> Scoped:
 
 
 _GET = _scoped(lambda scope: _ROW.where(scope))
-# The statements of a run's start and ending go to the driver's cursor (app/storage/direct.py).
+# The statements of a run's start and ending go to the driver's cursor (app/storage/driver/direct.py).
 _LOCK = _scoped(lambda scope: Direct(_ROW.where(scope).with_for_update(of=_CONVERSATIONS)))
 _COUNT = _scoped(lambda scope: select(_C.message_count).where(scope))
 _RELEASE = _scoped(

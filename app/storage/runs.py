@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage.direct import Direct
+from app.storage.driver import Direct
 from app.storage.errors import ConversationNotFound, RunNotFound
 from app.storage.paging import newest_first
 from app.storage.records import (
@@ -92,7 +92,7 @@ _FINISH = Direct(
 
 
 # Built once (see app/storage/repository.py): the statements every run or flush runs, those
-# without expanding parameters on the driver's cursor (app/storage/direct.py).
+# without expanding parameters on the driver's cursor (app/storage/driver/direct.py).
 _INSERT_RUN = Direct(insert(RUNS))
 _INSERT_EVENTS = Direct(insert(RUN_EVENTS))
 _CANCEL_REQUESTED = select(_R.id).where(

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.storage import Database, is_transient
-from app.storage.direct import Direct
+from app.storage.driver import Direct
 from app.storage.tables import CONVERSATIONS, MESSAGES, RUN_EVENTS
 from tests.storage.storage_support import backend_pid, terminate_backends
 

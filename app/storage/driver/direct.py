@@ -1,8 +1,9 @@
 """Hot statements on the driver's cursor: SQLAlchemy compiles them, the cursor runs them.
 
-Imports SQLAlchemy only. ``AsyncConnection.execute`` costs 40–110 µs of Python a statement —
-its greenlet bridge, execution context and result objects — more than SQLite takes to run one,
-and a run's start runs six (docs/performance.md). A ``Direct`` statement is a Core statement
+Imports SQLAlchemy only; part of app/storage/driver, the fence around driver internals.
+``AsyncConnection.execute`` costs 40–110 µs of Python a statement — its greenlet bridge,
+execution context and result objects — more than SQLite takes to run one, and a run's start runs
+six (docs/performance.md). A ``Direct`` statement is a Core statement
 compiled by SQLAlchemy once per dialect and set of parameter names, run on the DBAPI cursor that
 SQLAlchemy adapted for the driver, inside one ``run_sync``:
 
@@ -21,7 +22,8 @@ back as dicts keyed like ``Result.mappings()``.
 
 The failure path leans on private names of SQLAlchemy's (``Connection._handle_dbapi_exception``
 and the asyncpg dialect's schema-cache stamp), as its own execution uses them;
-tests/storage/test_direct.py holds each behaviour to SQLAlchemy's, so an upgrade that moves them
+tests/storage/test_direct.py holds each behaviour to SQLAlchemy's and
+tests/storage/test_driver_contract.py pins the names, so an upgrade that moves them
 fails there.
 """
 

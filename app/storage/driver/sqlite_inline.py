@@ -1,6 +1,8 @@
 """SQLite on the event loop's thread: aiosqlite's interface over ``sqlite3``, with no thread.
 
-Imports the standard library only. aiosqlite runs every call — making a cursor, executing,
+Imports the standard library only; part of app/storage/driver, the fence around driver
+internals (SQLAlchemy's aiosqlite adapter reads this connection's ``_connection`` and calls its
+``stop``, as it does aiosqlite's). aiosqlite runs every call — making a cursor, executing,
 fetching, closing — on a thread of its own and hands the result back to the loop: about 130 µs
 a call when the process is idle, and up to the interpreter's switch interval (5 ms) when the
 loop is busy, since that thread must win the GIL back first. A statement on a local SQLite
