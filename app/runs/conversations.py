@@ -22,6 +22,7 @@ from app.domain import (
 )
 from app.runs.config import merge_patch
 from app.runs.errors import InvalidInput, NoActiveRun
+from app.runs.recovery import recover, recovering
 from app.runs.services import Services
 from app.storage import ConversationRecord, ConversationRepository, RunRepository, ToolOutcome
 
@@ -121,6 +122,9 @@ class ConversationService:
         return [ConversationView(r) for r in records], next_cursor
 
     async def delete(self, conversation_id: str) -> None:
+        await recovering(self.services, self.owner, lambda: self._delete(conversation_id))
+
+    async def _delete(self, conversation_id: str) -> None:
         async with self.services.repository(self.owner) as repo:
             await repo.delete(conversation_id)
 
@@ -128,18 +132,37 @@ class ConversationService:
         self, conversation_id: str, delta: Delta, expected_version: int | None
     ) -> ConversationView:
         """Apply a delta bundle all or nothing; a stale ``expected_version`` changes nothing."""
+        return ConversationView(
+            await recovering(
+                self.services,
+                self.owner,
+                lambda: self._apply_delta(conversation_id, delta, expected_version),
+            )
+        )
+
+    async def _apply_delta(
+        self, conversation_id: str, delta: Delta, expected_version: int | None
+    ) -> ConversationRecord:
         async with self.services.repository(self.owner) as repo:
             record = await repo.get(conversation_id)
-            record = await apply_delta(repo, self.services, record, delta, expected_version)
-        return ConversationView(record)
+            return await apply_delta(repo, self.services, record, delta, expected_version)
 
     async def messages(self, conversation_id: str) -> MessageList:
         async with self.services.reader(self.owner) as repo:
             return await repo.load_messages(conversation_id)
 
     async def clear(self, conversation_id: str, expected_version: int | None) -> ConversationView:
+        return ConversationView(
+            await recovering(
+                self.services, self.owner, lambda: self._clear(conversation_id, expected_version)
+            )
+        )
+
+    async def _clear(
+        self, conversation_id: str, expected_version: int | None
+    ) -> ConversationRecord:
         async with self.services.repository(self.owner) as repo:
-            return ConversationView(await repo.clear(conversation_id, expected_version))
+            return await repo.clear(conversation_id, expected_version)
 
     async def cancel(self, conversation_id: str) -> str:
         """Ask the running run to stop, here or in another process; return its id.
@@ -151,7 +174,10 @@ class ConversationService:
             run_id = record.lease_run_id
             if run_id is None:
                 raise NoActiveRun(conversation_id)
-            if not record.is_running() and await repo.end_abandoned_run(conversation_id):
+            lease = self.services.settings.run_lease_seconds
+            if not record.is_running() and await recover(
+                repo, self.services.manager, lease, conversation_id
+            ):
                 return run_id  # its process died: ended here (else it is ours, stalled: alive)
             await RunRepository(repo.session).request_cancel(run_id)
         self.services.manager.stop(run_id, "cancel")

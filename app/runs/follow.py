@@ -24,6 +24,7 @@ from app.runs.events import (
     stored_events,
 )
 from app.runs.live import LiveRun
+from app.runs.recovery import recover
 from app.runs.services import Services
 from app.storage import RunRecord, RunRepository, utcnow
 
@@ -134,5 +135,6 @@ class RunReader:
         expires = record.lease_expires_at
         if record.lease_run_id == run.id and expires is not None and expires <= utcnow():
             async with self.services.repository(None) as repo:
-                await repo.end_abandoned_run(run.conversation_id)
+                lease = self.services.settings.run_lease_seconds
+                await recover(repo, self.services.manager, lease, run.conversation_id)
         return False

@@ -25,7 +25,9 @@ from app.domain.context import count_message_tokens
 from app.runs.config import merge_patch
 from app.runs.conversations import ConversationView
 from app.runs.errors import InvalidInput
+from app.runs.recovery import recovering
 from app.runs.services import Services
+from app.storage import ConversationRecord
 
 ProviderFormat = Literal["openai", "anthropic"]
 
@@ -81,12 +83,15 @@ class HistoryService:
         self, conversation_id: str, keep: int, expected_version: int | None
     ) -> ConversationView:
         """Drop the messages after the first ``keep``."""
-        async with self.services.repository(self.owner) as repo:
-            try:
-                record = await repo.rewind(conversation_id, keep, expected_version)
-            except ValueError as exc:  # checked under the row lock, against the current count
-                raise InvalidInput(("body", "keep"), str(exc)) from exc
-        return ConversationView(record)
+
+        async def attempt() -> ConversationRecord:
+            async with self.services.repository(self.owner) as repo:
+                try:
+                    return await repo.rewind(conversation_id, keep, expected_version)
+                except ValueError as exc:  # checked under the row lock, against the current count
+                    raise InvalidInput(("body", "keep"), str(exc)) from exc
+
+        return ConversationView(await recovering(self.services, self.owner, attempt))
 
     async def page(self, conversation_id: str, after: int | None, limit: int) -> Page:
         """Up to ``limit`` messages after index ``after`` (from the first when None)."""

@@ -1,16 +1,20 @@
-"""Ending a run whose process died: what its log holds becomes an incomplete reply.
+"""Recovering a run whose process died: what its log holds becomes an incomplete reply.
 
-May import the domain, storage and the runs layer's events and live runs. The repository calls
-the handler of ``abandoned_run_handler`` when a writer meets an expired lease (the holder stopped
-renewing it); it runs in that writer's transaction, so no other run can start in between. A lease
-also expires when its own process stops for longer than the lease (a long pause, a frozen
-container): that process's writers find the run alive in its ``RunManager`` and renew the lease
-instead of ending it.
+May import the domain, storage and the runs layer's events and live runs. Recovery is an
+explicit step of the use cases, never a side effect of a repository's write: a write that meets
+the expired lease of another run raises ``LeaseExpired`` and changes nothing; the use case
+(through ``recovering``) then recovers that run in a transaction of its own and tries once more.
+The sweep of the event writer, a follower that sees a dead run, and a cancel call ``recover``
+directly. A lease also expires when its own process stops for longer than the lease (a long
+pause, a frozen container): that process finds the run alive in its ``RunManager`` and renews
+the lease instead of ending it.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
 
 from app.domain import Role, TextMessage
 from app.runs.events import (
@@ -27,25 +31,49 @@ from app.runs.events import (
     unfinished_reply,
 )
 from app.runs.live import RunManager
-from app.storage import AbandonedRunHandler, ConversationRepository, RunNotFound, RunRepository
+from app.storage import ConversationRepository, LeaseExpired, RunNotFound, RunRepository
+
+if TYPE_CHECKING:
+    from app.runs.services import Services
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
-def abandoned_run_handler(manager: RunManager, lease_seconds: float) -> AbandonedRunHandler:
-    """The repositories' handler of expired leases for the process whose live runs ``manager``
-    holds: a run of its own is alive, so its lease is renewed (for ``lease_seconds``) and it goes
-    on; any other run's process died, and the run is ended (``end_abandoned_run``)."""
+async def recovering(
+    services: Services, owner: str | None, attempt: Callable[[], Awaitable[T]]
+) -> T:
+    """``await attempt()`` — a use case's write transaction. When it met the expired lease of
+    a run (``LeaseExpired``, everything rolled back), recover that run in a transaction of its
+    own, committed, then attempt once more: a write meets no dead run's lease twice, and one
+    that meets none costs nothing more."""
+    try:
+        return await attempt()
+    except LeaseExpired as expired:
+        async with services.repository(owner) as repo:
+            lease = services.settings.run_lease_seconds
+            await recover(repo, services.manager, lease, expired.conversation_id)
+    return await attempt()
 
-    async def handle(repo: ConversationRepository, conversation_id: str, run_id: str) -> bool:
-        if manager.get(run_id) is not None:
-            log.warning("run %s outlived its lease (this process stalled); renewing it", run_id)
-            await repo.renew_lease(conversation_id, run_id, lease_seconds)
-            return False
-        await end_abandoned_run(repo, conversation_id, run_id)
-        return True
 
-    return handle
+async def recover(
+    repo: ConversationRepository, manager: RunManager, lease_seconds: float, conversation_id: str
+) -> bool:
+    """In ``repo``'s transaction, which the caller commits: lock the conversation and, when the
+    lease of a run on it expired, recover that run. A run of this process (``manager``) is alive
+    (the process stalled): its lease is renewed for ``lease_seconds``. Any other run's process
+    died: the run is ended (``end_abandoned_run``) and its lease released. True if a run was
+    ended."""
+    run_id = await repo.expired_lease(conversation_id)
+    if run_id is None:
+        return False
+    if manager.get(run_id) is not None:
+        log.warning("run %s outlived its lease (this process stalled); renewing it", run_id)
+        await repo.renew_lease(conversation_id, run_id, lease_seconds)
+        return False
+    await end_abandoned_run(repo, conversation_id, run_id)
+    await repo.release_lease(conversation_id, run_id)
+    return True
 
 
 async def end_abandoned_run(

@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from app.domain import (
     AgentMessage,
     ContextWindowError,
+    ConversationConfig,
     ConversationConfigurationError,
     LLMConversation,
     MessageAppended,
+    MessageList,
     MessageStop,
     ProviderError,
     ReasoningDone,
@@ -59,6 +61,7 @@ from app.runs.events import (
 )
 from app.runs.live import LiveRun
 from app.runs.observe import RunObserver
+from app.runs.recovery import recovering
 from app.runs.services import Services
 from app.runs.writer import Commit, Ending, EventSpec
 from app.storage import (
@@ -106,9 +109,36 @@ class RunService:
             raise ShuttingDown()
         run_id = new_run_id()
         delta = delta or Delta()
+        # A dead run's expired lease in the way: recovered, then this start once more.
+        begun = await recovering(
+            services,
+            self.owner,
+            lambda: self._begin(conversation_id, run_id, delta, expected_version, on_disconnect),
+        )
+        record, messages, config, adapter_name, started = begun
+        conversation = LLMConversation(messages, config)
+        observer = RunObserver(adapter_name, record.id, run_id)
+        run = LiveRun(
+            run_id, record.id, self.owner, on_disconnect, len(messages), record.version, [started]
+        )
+        services.manager.add(run)
+        run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
+        if services.manager.shutting_down:  # the drain began while this run was starting
+            run.stop("shutdown")
+        return run
+
+    async def _begin(
+        self,
+        conversation_id: str,
+        run_id: str,
+        delta: Delta,
+        expected_version: int | None,
+        on_disconnect: OnDisconnect,
+    ) -> tuple[ConversationRecord, MessageList, ConversationConfig, str, RunEvent]:
+        """The start's one write transaction: the delta, the lease, the run and its first
+        event, and the messages read under the lock. A refusal rolls them all back."""
+        services = self.services
         async with services.repository(self.owner) as repo:
-            # One write: the delta, the lease, the run and its first event, and the messages read
-            # under the lock. A refusal below rolls them all back.
             record, messages = await repo.begin_run(
                 conversation_id,
                 run_id,
@@ -136,16 +166,7 @@ class RunService:
             runs = RunRepository(repo.session)
             await runs.create(run_id, record.id, self.owner, on_disconnect)
             await runs.add_events(merged_rows(run_id, [started]))
-        conversation = LLMConversation(messages, config)
-        observer = RunObserver(adapter.name, record.id, run_id)
-        run = LiveRun(
-            run_id, record.id, self.owner, on_disconnect, len(messages), record.version, [started]
-        )
-        services.manager.add(run)
-        run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
-        if services.manager.shutting_down:  # the drain began while this run was starting
-            run.stop("shutdown")
-        return run
+        return record, messages, config, adapter.name, started
 
     # --- the run's task -------------------------------------------------------------------------
 

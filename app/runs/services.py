@@ -16,11 +16,10 @@ from app.observability import metrics
 from app.providers import build_selector, close_selector, open_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
-from app.runs.recovery import abandoned_run_handler
 from app.runs.server_tools import builtin_tools
 from app.runs.writer import EventWriter
 from app.settings import Settings
-from app.storage import AbandonedRunHandler, ConversationRepository, Database
+from app.storage import ConversationRepository, Database
 from app.storage.notify import Listener
 
 log = logging.getLogger(__name__)
@@ -36,10 +35,8 @@ class Services:
     manager: RunManager = field(default_factory=RunManager)
     writer: EventWriter = field(init=False)
     listener: Listener = field(init=False)
-    _abandoned: AbandonedRunHandler = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._abandoned = abandoned_run_handler(self.manager, self.settings.run_lease_seconds)
         self.writer = EventWriter(
             self.settings,
             self.manager,
@@ -63,11 +60,10 @@ class Services:
         """``owner``'s repository on a new session, committed once when the block ends without
         error. ``None`` is the system's unscoped view, for work done for no caller.
 
-        Meeting the expired lease of a run whose process died ends that run first
-        (app/runs/recovery.py), in the same transaction; the expired lease of a run of this
-        process (it stalled past the lease) is renewed instead."""
+        A write in it that meets the expired lease of a run raises LeaseExpired: recovering
+        that run is the use case's step (``recovering``, app/runs/recovery.py)."""
         async with self.database.transaction() as session:
-            yield ConversationRepository(session, owner=owner, on_abandoned_run=self._abandoned)
+            yield ConversationRepository(session, owner=owner)
 
     @asynccontextmanager
     async def reader(self, owner: str | None) -> AsyncIterator[ConversationRepository]:

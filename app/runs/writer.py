@@ -23,6 +23,7 @@ from typing import Any
 from app.domain import Message
 from app.runs.events import RunEvent, make_event, merged_rows
 from app.runs.live import LiveRun, RunManager
+from app.runs.recovery import recover
 from app.settings import Settings
 from app.storage import (
     ConversationNotFound,
@@ -308,13 +309,13 @@ class EventWriter:
         """End the runs of processes that died (their leases expired), so their rows do not say
         ``running`` — nor their partial replies go missing from the history — while the
         conversation already reads ``idle``. A run of this process that outlived its lease (a
-        stall) is renewed, not ended: the repository's handler knows this process's runs."""
-        cutoff = datetime.now(UTC)
+        stall) is renewed, not ended (app/runs/recovery.py knows this process's runs)."""
+        cutoff, lease = datetime.now(UTC), self._settings.run_lease_seconds
         async with self._reader() as reader:
             abandoned = await RunRepository(reader.session).abandoned(cutoff)
         for conversation_id in abandoned:
             async with self._repository() as repo:
-                await repo.end_abandoned_run(conversation_id)
+                await recover(repo, self._manager, lease, conversation_id)
             self.transactions += 1
 
     async def _renew_leases(self) -> None:

@@ -3,12 +3,14 @@
 Imports SQLAlchemy, app.domain and app.settings; never app.api, app.runs or app.providers.
 """
 
+from app.storage.conversations import ConversationRepository, RunAppend
 from app.storage.database import Database
 from app.storage.errors import (
     ConversationNotFound,
     DatabaseUnavailable,
     DuplicateToolCall,
     InvalidCursor,
+    LeaseExpired,
     LeaseHeld,
     LeaseLost,
     RunNotFound,
@@ -22,11 +24,9 @@ from app.storage.errors import (
     is_transient,
 )
 from app.storage.records import ConversationRecord, ToolOutcome, utcnow
-from app.storage.repository import AbandonedRunHandler, ConversationRepository, RunAppend
 from app.storage.runs import EventRow, RunEnding, RunRecord, RunRepository, new_run_id
 
 __all__ = [
-    "AbandonedRunHandler",
     "ConversationNotFound",
     "ConversationRecord",
     "ConversationRepository",
@@ -35,6 +35,7 @@ __all__ = [
     "DuplicateToolCall",
     "EventRow",
     "InvalidCursor",
+    "LeaseExpired",
     "LeaseHeld",
     "LeaseLost",
     "RunAppend",

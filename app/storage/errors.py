@@ -12,6 +12,7 @@ StorageError                      code (ErrorCode)         suggested HTTP status
  │    └── SchemaNotMigrated                                     no tables, or an older schema
  └── StorageConflict              conflict                409
       ├── LeaseHeld               conversation_running    another run holds the lease
+      │    └── LeaseExpired                                its lease expired: recover, retry
       ├── LeaseLost               lease_lost              this run no longer holds the lease
       ├── ToolCallNotPending      tool_call_not_pending   no pending call with that id
       └── DuplicateToolCall       duplicate_tool_call     a second pending call with the same id
@@ -65,8 +66,7 @@ class StoredDataError(StorageError):
 
 
 class VersionConflict(StorageError):
-    """The caller's expected version is stale; nothing the caller asked for was changed. A dead
-    run met on the way is ended all the same: its ending may be what moved the version."""
+    """The caller's expected version is stale; nothing the caller asked for was changed."""
 
     def __init__(self, conversation_id: str, current_version: int, expected_version: int) -> None:
         super().__init__(
@@ -123,6 +123,13 @@ class LeaseHeld(StorageConflict):
         super().__init__(f"conversation {conversation_id!r} is running (run {run_id!r})")
         self.conversation_id = conversation_id
         self.run_id = run_id
+
+
+class LeaseExpired(LeaseHeld):
+    """The lease of run ``run_id`` expired: its process died, or stopped for longer than the
+    lease. Nothing was changed. Not a refusal to show a caller but a signal to the use case:
+    recover the run (app/runs/recovery.py) in a transaction of its own, then try once more.
+    Left unhandled it is what it derives from, a conversation still running."""
 
 
 class LeaseLost(StorageConflict):

@@ -91,8 +91,8 @@ _FINISH = Direct(
 )
 
 
-# Built once (see app/storage/repository.py): the statements every run or flush runs, those
-# without expanding parameters on the driver's cursor (app/storage/driver/direct.py).
+# Built once (see app/storage/conversations/statements.py): the statements every run or flush
+# runs, those without expanding parameters on the driver's cursor (app/storage/driver).
 _INSERT_RUN = Direct(insert(RUNS))
 _INSERT_EVENTS = Direct(insert(RUN_EVENTS))
 _CANCEL_REQUESTED = select(_R.id).where(

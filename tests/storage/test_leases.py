@@ -10,8 +10,8 @@ from app.domain import AgentMessage, MessageList, Role, TextMessage, ToolCallMes
 from app.storage import (
     ConversationNotFound,
     ConversationRecord,
-    ConversationRepository,
     DuplicateToolCall,
+    LeaseExpired,
     LeaseHeld,
     LeaseLost,
     RunAppend,
@@ -53,11 +53,18 @@ async def test_the_holder_renews_others_cannot(store: Store, clock: FakeClock) -
         await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
 
 
-async def test_an_expired_lease_is_taken_over(store: Store, clock: FakeClock) -> None:
+async def test_an_expired_lease_is_taken_over_once_its_run_is_recovered(
+    store: Store, clock: FakeClock
+) -> None:
     record = await running(store)
     clock.advance(TTL + 1)
     assert not (await store(lambda r: r.get(record.id))).is_running(clock())
+    with pytest.raises(LeaseExpired) as caught:  # its run first: recovery is the caller's step
+        await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
+    assert (caught.value.conversation_id, caught.value.run_id) == (record.id, "run-1")
 
+    assert await store(lambda r: r.expired_lease(record.id)) == "run-1"
+    await store(lambda r: r.release_lease(record.id, "run-1"))
     taken = await store(lambda r: r.acquire_lease(record.id, "run-2", TTL))
 
     assert taken.lease_run_id == "run-2" and taken.is_running(clock())
@@ -100,38 +107,48 @@ async def test_deltas_clear_and_delete_wait_for_the_run(store: Store, clock: Fak
     assert released.version == 2 and released.lease_run_id is None
 
 
-async def test_a_write_past_an_expired_lease_ends_it(store: Store, clock: FakeClock) -> None:
+async def test_a_write_past_an_expired_lease_ends_nothing(store: Store, clock: FakeClock) -> None:
+    """A write that meets an expired lease raises LeaseExpired and changes nothing (the
+    repository never ends a run nor commits): the use case recovers the run, then retries."""
     record = await running(store)
     clock.advance(TTL + 1)
+    for operation in [
+        lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]),
+        lambda r: r.begin_run(record.id, "run-2", TTL),
+        lambda r: r.append_messages(record.id, [TextMessage("hi")]),
+        lambda r: r.clear(record.id),
+        lambda r: r.rewind(record.id, 0),
+        lambda r: r.delete(record.id),
+    ]:
+        with pytest.raises(LeaseExpired) as caught:
+            await store(operation)
+        assert caught.value.run_id == "run-1"
+    after = await store(lambda r: r.get(record.id))
+    assert (after.version, after.lease_run_id) == (record.version, "run-1")
 
-    after = await store(lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]))
-
-    assert after.lease_run_id is None and after.lease_expires_at is None
+    await store(lambda r: r.release_lease(record.id, "run-1"))  # what recovery ends with
+    written = await store(lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]))
+    assert written.lease_run_id is None and written.lease_expires_at is None
     with pytest.raises(LeaseLost):
         await store(lambda r: r.append_messages(record.id, [TextMessage("x")], run_id="run-1"))
 
 
-async def test_a_handler_that_finds_the_run_alive_keeps_it_holding(
-    store: Store, clock: FakeClock
-) -> None:
-    """The handler of expired leases may know the run is alive (its own process stalled): it
-    renews the lease and says so; the write is then refused as while running."""
+async def test_a_renewed_expired_lease_holds_again(store: Store, clock: FakeClock) -> None:
+    """Recovery that finds the run alive (its own process stalled) renews its lease: writes are
+    then refused as while running, not as past an expired lease."""
     record = await running(store)
     clock.advance(TTL + 1)
-    met: list[tuple[str, str]] = []
+    assert await store(lambda r: r.expired_lease(record.id)) == "run-1"
+    assert await store(lambda r: r.renew_lease(record.id, "run-1", TTL)) is True
 
-    async def alive(repo: ConversationRepository, conversation_id: str, run_id: str) -> bool:
-        met.append((conversation_id, run_id))
-        return not await repo.renew_lease(conversation_id, run_id, TTL)
-
-    async with store.database.transaction() as session:
-        repo = ConversationRepository(session, owner=None, clock=clock, on_abandoned_run=alive)
-        with pytest.raises(LeaseHeld):
-            await repo.apply_delta(record.id, messages=[TextMessage("hi")])
-        with pytest.raises(LeaseHeld):
-            await repo.acquire_lease(record.id, "run-2", TTL)
-        assert await repo.end_abandoned_run(record.id) is False  # renewed: not expired now
-    assert met == [(record.id, "run-1")]  # renewed by the first: the others met a live lease
+    assert await store(lambda r: r.expired_lease(record.id)) is None
+    for operation in [
+        lambda r: r.apply_delta(record.id, messages=[TextMessage("hi")]),
+        lambda r: r.acquire_lease(record.id, "run-2", TTL),
+    ]:
+        with pytest.raises(LeaseHeld) as caught:
+            await store(operation)
+        assert not isinstance(caught.value, LeaseExpired)
     after = await store(lambda r: r.get(record.id))
     assert after.lease_run_id == "run-1" and after.is_running(clock())
     assert after.version == record.version
