@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.api.browser import browser_origin, origin_key
+from app.api.middleware.browser import browser_origin, origin_key
 from app.main import create_app
 from app.settings import Settings
 

@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.api.strict_json import find_unstorable
+from app.api.middleware.strict_json import find_unstorable
 from app.openapi_export import openapi_document
 from tests.api.conftest import LiveServer
 
