@@ -2,7 +2,7 @@
 
 Builds the services from the settings (nothing reads the environment at import time) and
 mounts the routers and the playground (app.api.routes), the problem handlers and the middleware
-(app.api.middleware: HEAD for every GET, the body-size limit, the Origin check
+(app.api.middleware: HEAD for every GET, the body-size limit, the allowed hosts, the Origin check
 and CORS, the request ids and metrics). A bad setting ends the process with status 2 and one
 line (``load_settings``).
 """
@@ -25,6 +25,7 @@ from sse_starlette.sse import AppStatus
 from app.api.contract import document_contract
 from app.api.middleware.browser import install_browser_support
 from app.api.middleware.head import HeadAsGet
+from app.api.middleware.hosts import AllowedHosts
 from app.api.middleware.limits import BodySizeLimit
 from app.api.middleware.observe import RequestObservability
 from app.api.middleware.strict_json import StrictJsonBodies
@@ -161,6 +162,8 @@ def _add_middleware(app: FastAPI, settings: Settings) -> None:
     imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
     install_browser_support(app, settings)  # the Origin check, CORS, the docs pages' policy
+    # before the Origin check, which takes Host for Parley's own origin
+    app.add_middleware(AllowedHosts, hosts=settings.allowed_host_list())
     # outermost: request ids, metrics and the 500 for every answer, the refusals' included
     app.add_middleware(RequestObservability)
 
