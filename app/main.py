@@ -1,9 +1,10 @@
 """The ASGI application factory: ``uvicorn --factory app.main:create_app``.
 
 Builds the services from the settings (nothing reads the environment at import time) and
-mounts the routers, the problem handlers, HEAD for every GET, the body-size limit, the request
-middleware and what browsers need (the Origin check, CORS, the playground: app.api.browser). A
-bad setting ends the process with status 2 and one line (``load_settings``).
+mounts the routers and the playground (app.api.routes), the problem handlers and the middleware
+(app.api.middleware: HEAD for every GET, the body-size limit, the allowed hosts, the Origin check
+and CORS, the request ids and metrics). A bad setting ends the process with status 2 and one
+line (``load_settings``).
 """
 
 from __future__ import annotations
@@ -13,22 +14,24 @@ import gc
 import logging
 import signal
 import threading
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 
 from anyio.lowlevel import checkpoint
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 from sse_starlette.sse import AppStatus
 
-from app.api import conversations, history, operations, providers, streams
-from app.api.browser import install_browser_support
 from app.api.contract import document_contract
-from app.api.head import HeadAsGet
-from app.api.limits import BodySizeLimit
-from app.api.observe import RequestObservability
+from app.api.middleware.browser import install_browser_support
+from app.api.middleware.head import HeadAsGet
+from app.api.middleware.hosts import AllowedHosts
+from app.api.middleware.limits import BodySizeLimit
+from app.api.middleware.observe import RequestObservability
+from app.api.middleware.strict_json import StrictJsonBodies
 from app.api.problems import install_problem_handlers
-from app.api.strict_json import StrictJsonBodies
+from app.api.routes import conversations, history, operations, providers, streams
+from app.api.routes.playground import mount_playground
 from app.observability.logs import configure_logging
 from app.observability.metrics import process_exited
 from app.runs.services import Services
@@ -122,11 +125,10 @@ async def _warm_up(app: FastAPI) -> None:
     await checkpoint()  # loads anyio's backend
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """Build the application from ``settings`` (default: read from the environment)."""
-    settings = settings or load_settings()
-    configure_logging(settings.log_format, settings.log_level)
-    services = Services.from_settings(settings)
+def _lifespan(
+    settings: Settings, services: Services
+) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """Start-up and shutdown: migrate (if asked), start the services, warm up, drain on SIGTERM."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -144,28 +146,45 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await services.stop()
             process_exited()
 
+    return lifespan
+
+
+def _include_routes(app: FastAPI) -> None:
+    for module in (conversations, history, streams, operations, providers):
+        app.include_router(module.router)
+    mount_playground(app)
+
+
+def _add_middleware(app: FastAPI, settings: Settings) -> None:
+    """The pure-ASGI layers, innermost first (each ``add_middleware`` wraps the ones before)."""
+    app.add_middleware(HeadAsGet)  # innermost: every other layer sees the HEAD as sent
+    app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
+    imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
+    install_browser_support(app, settings)  # the Origin check, CORS, the docs pages' policy
+    # before the Origin check, which takes Host for Parley's own origin
+    app.add_middleware(AllowedHosts, hosts=settings.allowed_host_list())
+    # outermost: request ids, metrics and the 500 for every answer, the refusals' included
+    app.add_middleware(RequestObservability)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the application from ``settings`` (default: read from the environment)."""
+    settings = settings or load_settings()
+    configure_logging(settings.log_format, settings.log_level)
+    services = Services.from_settings(settings)
     # Swagger UI and ReDoc with their assets served by Parley itself: /docs works offline.
     app = FastAPIOffline(
         title="Parley",
         version="0.1.0",
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(settings, services),
     )
     app.state.settings = settings
     app.state.services = services
     install_problem_handlers(app)
-    app.add_middleware(HeadAsGet)  # innermost: every other layer sees the HEAD as sent
-    app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
-    imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
-    app.include_router(conversations.router)
-    app.include_router(history.router)
-    app.include_router(streams.router)
-    app.include_router(operations.router)
-    app.include_router(providers.router)
-    install_browser_support(app, settings)
-    # outermost: request ids, metrics and the 500 for every answer, the Origin check's included
-    app.add_middleware(RequestObservability)
+    _include_routes(app)
+    _add_middleware(app, settings)
     # last: it documents every route included above
     document_contract(
         app,

@@ -25,6 +25,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
 MAX_DURATION_SECONDS = 315_360_000
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")  # PARLEY_ALLOWED_HOSTS when unset
 """Ten years: the most a duration that dates are computed from (a lease, a TTL, a retention)
 may be; beyond some such bound the date arithmetic overflows and every request fails."""
 _DRIVERS = {
@@ -68,6 +69,14 @@ class Settings(BaseSettings):
         "",
         description="Comma-separated origins (`https://app.example.com`) whose pages may call "
         "Parley from a browser; empty: only Parley's own. Any other `Origin` gets 403.",
+    )
+    allowed_hosts: str = Field(
+        "",
+        description="Comma-separated host names (`parley.example.com`, `10.0.0.5`, "
+        "`*.example.com`) requests may be made to, any port; empty: the loopback names "
+        "`localhost`, `127.0.0.1` and `::1`. A request for another `Host` gets 400, so a page "
+        "whose name resolves to Parley (DNS rebinding) cannot use it. `*`: any host (unsafe but "
+        "behind a proxy that checks it). `/healthz` and `/readyz` answer any host.",
     )
     max_body_bytes: int = Field(
         1_048_576,
@@ -300,6 +309,24 @@ class Settings(BaseSettings):
                 )
         return value
 
+    @field_validator("allowed_hosts", mode="after")
+    @classmethod
+    def _hosts(cls, value: str) -> str:
+        for host in (h.strip() for h in value.split(",")):
+            if host and not _is_host_pattern(host):
+                raise ValueError(
+                    f"{host!r} is not a host name: a name or address without scheme or port, "
+                    "such as parley.example.com, 10.0.0.5, *.example.com or *"
+                )
+        return value
+
+    def allowed_host_list(self) -> list[str]:
+        """The host names of ``allowed_hosts`` in lower case (IPv6 without brackets); the
+        loopback names when it is empty."""
+        hosts = [h.strip().lower() for h in self.allowed_hosts.split(",") if h.strip()]
+        hosts = [h[1:-1] if h.startswith("[") and h.endswith("]") else h for h in hosts]
+        return hosts or list(LOOPBACK_HOSTS)
+
     def cors_origin_list(self) -> list[str]:
         """The allowed origins of ``cors_origins``, without blanks or trailing slashes."""
         return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
@@ -314,6 +341,18 @@ def _names_a_host(url: str) -> bool:
     except ValueError:
         return False
     return bool(parts.hostname) and url.isprintable() and " " not in url
+
+
+def _is_host_pattern(text: str) -> bool:
+    """Whether ``text`` is ``*``, a host name or address, or ``*.`` and a domain."""
+    if text == "*":
+        return True
+    name = text.removeprefix("*.")
+    if name.startswith("[") and name.endswith("]"):
+        name = name[1:-1]
+    if not name or not name.isprintable() or any(c in name for c in " /*@?#"):
+        return False
+    return name.count(":") != 1  # one colon is a port; IPv6 has more
 
 
 def _is_origin(text: str) -> bool:

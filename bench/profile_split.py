@@ -30,7 +30,7 @@ PARTS: list[tuple[str, tuple[str, ...]]] = [
         "runs + storage",
         ("app/runs/", "app/storage/", "sqlalchemy/", "aiosqlite/", "asyncpg/", "sqlite3/"),
     ),
-    ("SSE encoding", ("sse_starlette/", "app/api/streams.py", "app/api/live.py")),
+    ("SSE encoding", ("sse_starlette/", "app/api/routes/streams.py", "app/api/sse.py")),
     ("domain", ("app/domain/",)),
     (
         "HTTP server (uvicorn, starlette, fastapi)",

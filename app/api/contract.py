@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.middleware.hosts import PROBE_PATHS
 from app.api.problems import PROBLEM_JSON
 from app.api.schemas import (
     ContentBlockDeltaData,
@@ -78,8 +79,10 @@ _IDEMPOTENCY_HEADER = "idempotency-key"
 _BAD_HEADERS = {"if-match", _RESUME_HEADER, _IDEMPOTENCY_HEADER}
 
 DESCRIPTIONS = {
-    400: "Bad request: the body is not JSON (`malformed_json`), or a cursor, `If-Match`, "
-    "`Last-Event-ID` or `Idempotency-Key` is not one this service issued or accepts.",
+    400: "Bad request: the request's `Host` is not listed in `PARLEY_ALLOWED_HOSTS` "
+    "(`host_not_allowed`: refused before anything runs), the body is not JSON "
+    "(`malformed_json`), or a cursor, `If-Match`, `Last-Event-ID` or `Idempotency-Key` is not "
+    "one this service issued or accepts.",
     401: "A key is required (the server sets `PARLEY_API_KEYS`) and none, or an unknown one, "
     "was sent as `Authorization: Bearer <key>`.",
     403: "A browser page on an origin that is neither Parley's own nor listed in "
@@ -137,11 +140,13 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
     headers = {p["name"].lower() for p in params if p.get("in") == "header"}
     queries = {p["name"] for p in params if p.get("in") == "query"}
     has_path = any(p.get("in") == "path" for p in params)
-    statuses: set[int] = {403}  # the Origin check guards every route (app/api/browser.py)
+    statuses: set[int] = {403}  # the Origin check guards every route (middleware/browser.py)
+    if path not in PROBE_PATHS:
+        statuses.add(400)  # a Host not allowed (middleware/hosts.py)
     if "requestBody" in operation:
         statuses |= {400, 413, 422}
     if method in ("post", "put", "patch", "delete"):
-        statuses.add(415)  # a body in a Content-Encoding (app/api/strict_json.py)
+        statuses.add(415)  # a body in a Content-Encoding (middleware/strict_json.py)
     if params:
         statuses.add(422)
     if headers & _BAD_HEADERS or "cursor" in queries:

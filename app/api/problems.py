@@ -28,6 +28,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -206,67 +207,64 @@ _STATUS_PROBLEMS: dict[int, type[ApiProblem]] = {
 }
 
 
+def _header_error(header: str, exc: Exception) -> list[dict[str, Any]]:
+    return [{"loc": ["header", header], "msg": str(exc), "type": "value_error"}]
+
+
+def _invalid_input(exc: InvalidInput) -> ApiProblem:
+    errors = [{"loc": exc.loc, "msg": exc.detail, "type": "value_error"}]
+    return Unprocessable(exc.detail, errors=errors, **exc.extra)
+
+
+# What each storage, use-case or domain error stands for; an error not listed is looked up by
+# its base classes, nearest first (so LeaseHeld is not taken for the StorageConflict it is).
+_ERROR_PROBLEMS: dict[type[Exception], Callable[[Any], ApiProblem]] = {
+    ConversationNotFound: lambda e: NotFound(
+        f"no conversation {e.conversation_id!r}", slug=ErrorCode.CONVERSATION_NOT_FOUND
+    ),
+    RunNotFound: lambda e: NotFound(f"no run {e.run_id!r} here", slug=ErrorCode.RUN_NOT_FOUND),
+    InvalidCursor: lambda e: BadRequest(
+        "the cursor is not one this service issued", slug=ErrorCode.INVALID_CURSOR
+    ),
+    VersionConflict: lambda e: PreconditionFailed(str(e), current_version=e.current_version),
+    LeaseHeld: lambda e: Conflict(str(e), slug=ErrorCode.CONVERSATION_RUNNING, run_id=e.run_id),
+    LeaseLost: lambda e: Conflict(str(e), slug=ErrorCode.LEASE_LOST, run_id=e.run_id),
+    ToolCallNotPending: lambda e: Conflict(
+        str(e), slug=ErrorCode.TOOL_CALL_NOT_PENDING, tool_call_id=e.tool_call_id
+    ),
+    DuplicateToolCall: lambda e: Conflict(str(e), slug=ErrorCode.DUPLICATE_TOOL_CALL),
+    StorageConflict: lambda e: Conflict(str(e)),
+    StoredDataError: lambda e: ApiProblem(str(e), slug=ErrorCode.STORED_DATA_ERROR, index=e.index),
+    InvalidInput: _invalid_input,
+    PendingToolCalls: lambda e: Conflict(
+        str(e), slug=ErrorCode.TOOL_RESULTS_REQUIRED, pending_tool_call_ids=e.ids
+    ),
+    NoActiveRun: lambda e: Conflict(str(e), slug=ErrorCode.NO_ACTIVE_RUN),
+    NothingToAnswer: lambda e: Conflict(str(e), slug=ErrorCode.NOTHING_TO_ANSWER),
+    BadEventId: lambda e: BadRequest(str(e), slug=ErrorCode.BAD_LAST_EVENT_ID),
+    EventsExpired: lambda e: Gone(str(e), run_id=e.run_id),
+    ShuttingDown: lambda e: Unavailable(str(e), headers={"Retry-After": str(e.retry_after)}),
+    DatabaseUnavailable: lambda e: Unavailable(
+        str(e), slug=ErrorCode.DATABASE_UNAVAILABLE, headers={"Retry-After": "2"}
+    ),
+    IdempotencyKeyReused: lambda e: Unprocessable(
+        str(e),
+        slug=ErrorCode.IDEMPOTENCY_KEY_REUSED,
+        errors=_header_error("Idempotency-Key", e),
+    ),
+    IdempotencyKeyInUse: lambda e: Conflict(
+        str(e), slug=ErrorCode.IDEMPOTENCY_KEY_IN_USE, headers={"Retry-After": "1"}
+    ),
+    ConversationError: lambda e: Unprocessable(str(e), slug=ErrorCode.INVALID_CONVERSATION),
+}
+
+
 def problem_for(exc: Exception) -> ApiProblem:
     """The problem a storage, use-case or domain error stands for."""
-    match exc:
-        case ConversationNotFound():
-            return NotFound(
-                f"no conversation {exc.conversation_id!r}", slug=ErrorCode.CONVERSATION_NOT_FOUND
-            )
-        case RunNotFound():
-            return NotFound(f"no run {exc.run_id!r} here", slug=ErrorCode.RUN_NOT_FOUND)
-        case InvalidCursor():
-            return BadRequest(
-                "the cursor is not one this service issued", slug=ErrorCode.INVALID_CURSOR
-            )
-        case VersionConflict():
-            return PreconditionFailed(str(exc), current_version=exc.current_version)
-        case LeaseHeld():
-            return Conflict(str(exc), slug=ErrorCode.CONVERSATION_RUNNING, run_id=exc.run_id)
-        case LeaseLost():
-            return Conflict(str(exc), slug=ErrorCode.LEASE_LOST, run_id=exc.run_id)
-        case ToolCallNotPending():
-            return Conflict(
-                str(exc), slug=ErrorCode.TOOL_CALL_NOT_PENDING, tool_call_id=exc.tool_call_id
-            )
-        case DuplicateToolCall():
-            return Conflict(str(exc), slug=ErrorCode.DUPLICATE_TOOL_CALL)
-        case StorageConflict():
-            return Conflict(str(exc))
-        case StoredDataError():
-            return ApiProblem(str(exc), slug=ErrorCode.STORED_DATA_ERROR, index=exc.index)
-        case InvalidInput():
-            errors = [{"loc": exc.loc, "msg": exc.detail, "type": "value_error"}]
-            return Unprocessable(exc.detail, errors=errors, **exc.extra)
-        case PendingToolCalls():
-            return Conflict(
-                str(exc), slug=ErrorCode.TOOL_RESULTS_REQUIRED, pending_tool_call_ids=exc.ids
-            )
-        case NoActiveRun():
-            return Conflict(str(exc), slug=ErrorCode.NO_ACTIVE_RUN)
-        case NothingToAnswer():
-            return Conflict(str(exc), slug=ErrorCode.NOTHING_TO_ANSWER)
-        case BadEventId():
-            return BadRequest(str(exc), slug=ErrorCode.BAD_LAST_EVENT_ID)
-        case EventsExpired():
-            return Gone(str(exc), run_id=exc.run_id)
-        case ShuttingDown():
-            return Unavailable(str(exc), headers={"Retry-After": str(exc.retry_after)})
-        case DatabaseUnavailable():
-            return Unavailable(
-                str(exc), slug=ErrorCode.DATABASE_UNAVAILABLE, headers={"Retry-After": "2"}
-            )
-        case IdempotencyKeyReused():
-            errors = [
-                {"loc": ["header", "Idempotency-Key"], "msg": str(exc), "type": "value_error"}
-            ]
-            return Unprocessable(str(exc), slug=ErrorCode.IDEMPOTENCY_KEY_REUSED, errors=errors)
-        case IdempotencyKeyInUse():
-            return Conflict(
-                str(exc), slug=ErrorCode.IDEMPOTENCY_KEY_IN_USE, headers={"Retry-After": "1"}
-            )
-        case ConversationError():
-            return Unprocessable(str(exc), slug=ErrorCode.INVALID_CONVERSATION)
+    for cls in type(exc).__mro__:
+        build = _ERROR_PROBLEMS.get(cls)
+        if build is not None:
+            return build(exc)
     return ApiProblem("an unexpected error occurred; it has been logged")
 
 
@@ -339,7 +337,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         app.add_exception_handler(known, on_known)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)
-    # Anything else: ``app.api.observe.RequestObservability`` logs it and answers 500.
+    # Anything else: ``app.api.middleware.observe.RequestObservability`` logs it and answers 500.
 
 
 def unexpected_problem() -> JSONResponse:

@@ -73,6 +73,7 @@ class ErrorCode(StrEnum):
     BAD_LAST_EVENT_ID = "bad_last_event_id"
     INVALID_CURSOR = "invalid_cursor"
     UNAUTHORIZED = "unauthorized"
+    HOST_NOT_ALLOWED = "host_not_allowed"
     ORIGIN_NOT_ALLOWED = "origin_not_allowed"
     CORS_NOT_ALLOWED = "cors_not_allowed"
     NOT_FOUND = "not_found"

@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.api.browser import browser_origin, origin_key
+from app.api.middleware.browser import browser_origin, origin_key
 from app.main import create_app
 from app.settings import Settings
 
 PROBLEM = "application/problem+json"
-OWN = "http://parley"
+OWN = "http://localhost"
 
 
 @pytest.fixture
@@ -39,7 +39,7 @@ async def count(client: httpx.AsyncClient) -> int:
 
 
 @pytest.mark.parametrize(
-    "origin", ["https://evil.example", "null", "http://parley.evil", "https://parley", "x"]
+    "origin", ["https://evil.example", "null", "http://localhost.evil", "https://localhost", "x"]
 )
 async def test_a_foreign_origin_gets_403_problem_and_changes_nothing(
     client: httpx.AsyncClient, origin: str
@@ -66,7 +66,7 @@ async def test_a_foreign_origin_cannot_start_a_run(client: httpx.AsyncClient) ->
 
 
 async def test_own_origin_and_no_origin_pass(client: httpx.AsyncClient) -> None:
-    own = await client.post("/conversations", json={}, headers={"Origin": "http://parley:80"})
+    own = await client.post("/conversations", json={}, headers={"Origin": "http://localhost:80"})
     assert own.status_code == 201
     assert (await client.post("/conversations", json={})).status_code == 201
     assert await count(client) == 2

@@ -29,7 +29,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from app.api.strict_json import find_unstorable
+from app.api.middleware.strict_json import find_unstorable
 from app.openapi_export import openapi_document
 from tests.api.conftest import LiveServer
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.postgres
 
 EXAMPLES = {GenerationMode.POSITIVE: 25, GenerationMode.NEGATIVE: 15}
 # Refusals of schema-valid data that are by design: a body holding a value no database stores
-# alike (NUL, a lone surrogate: app/api/strict_json.py); and those that depend on what is
+# alike (NUL, a lone surrogate: app/api/middleware/strict_json.py); and those that depend on what is
 # stored, which no schema can say: a stale If-Match, a cursor this service did not issue, an
 # Idempotency-Key the generator used before, a `keep` past the conversation's end.
 STATE_REFUSALS = {

@@ -448,7 +448,7 @@ async def test_imported_text_over_the_limit_is_refused(
     app = create_app(Settings(database_url=database_url, max_text_chars=10))
     async with (
         app.router.lifespan_context(app),
-        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://p") as c,
+        httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://localhost") as c,
     ):
         doc = {
             "version": "1.0",

@@ -137,7 +137,7 @@ async def test_a_key_in_use_is_a_409_with_retry_after(settings: Settings) -> Non
         service = IdempotencyService(app.state.services, "anonymous")
         assert await service.begin("POST /conversations", KEY["Idempotency-Key"], "h") is None
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             response = await client.post("/conversations", json={}, headers=KEY)
     assert response.status_code == 409
     assert response.json()["code"] == "idempotency_key_in_use"

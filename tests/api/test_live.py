@@ -200,7 +200,7 @@ async def _unread_stream_is_cut(port: int) -> None:
         await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
         reader, writer = await asyncio.open_connection(sock=sock, limit=1024)
         writer.write(
-            f"POST /conversations/{conv_id}/stream HTTP/1.1\r\nHost: x\r\n"
+            f"POST /conversations/{conv_id}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
             + body
         )

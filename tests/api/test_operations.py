@@ -82,7 +82,7 @@ async def test_readyz_is_503_while_the_process_drains(settings: Settings) -> Non
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             assert (await client.get("/readyz")).status_code == 200
             app.state.services.manager.shutting_down = True  # as the SIGTERM watcher does
             response = await client.get("/readyz")

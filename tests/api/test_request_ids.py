@@ -62,7 +62,7 @@ async def test_an_unexpected_error_is_a_logged_500_problem(settings: Settings) -
     configure_logging("json", "INFO", stream=lines)
     try:
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             response = await client.get("/broken", headers={"X-Request-ID": "req-500"})
     finally:
         configure_logging("text", "WARNING")

@@ -79,7 +79,7 @@ async def test_a_shutting_down_server_refuses_new_runs_with_503(settings: Settin
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             conv_id = await create(client)
             app.state.services.manager.shutting_down = True
             response = await client.post(
@@ -101,7 +101,7 @@ async def test_a_run_asked_for_the_moment_the_server_is_told_to_stop_is_a_503(
     app = create_app(settings)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://parley") as client:
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             conv_id = await create(client)
             AppStatus.should_exit = True  # what uvicorn's SIGTERM handler sets, patched by sse
             try:

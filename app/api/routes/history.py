@@ -14,14 +14,6 @@ from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
 from app.api.deps import CallerDep, IfMatchDep
-from app.api.history_schemas import (
-    AnthropicMessagesOut,
-    ForkIn,
-    ImportIn,
-    MessagePage,
-    OpenAIMessagesOut,
-    RewindIn,
-)
 from app.api.paths import public_path
 from app.api.problems import Unprocessable
 from app.api.schemas import (
@@ -30,6 +22,14 @@ from app.api.schemas import (
     ContextOut,
     ConversationOut,
     MessageListDocument,
+)
+from app.api.schemas.history import (
+    AnthropicMessagesOut,
+    ForkIn,
+    ImportIn,
+    MessagePage,
+    OpenAIMessagesOut,
+    RewindIn,
 )
 from app.domain import MessageList, format_version, to_anthropic_format, to_openai_format
 from app.runs.conversations import ConversationView

@@ -21,10 +21,11 @@ from starlette.background import BackgroundTask
 from starlette.types import Receive, Scope, Send
 
 from app.api import convert
-from app.api.conversations import IdPath
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
+from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
+from app.api.sse import frames as sse_frames
 from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
 from app.runs.live import LiveRun
 from app.runs.services import Services
@@ -72,7 +73,7 @@ def _sse(
     async def frames() -> AsyncIterator[bytes]:
         try:
             async for batch in batches:
-                yield b"".join(event.frame(run_id) for event in batch)
+                yield sse_frames(batch, run_id)
         finally:
             if on_close is not None:
                 on_close()

@@ -79,7 +79,7 @@ async def list_conversations(
 
 @router.api_route("/import", methods=["GET", "DELETE"], include_in_schema=False)
 async def import_is_not_a_conversation() -> None:
-    """`/conversations/import` is a path of its own (POST only, app/api/history.py): a GET or
+    """`/conversations/import` is a path of its own (POST only, app/api/routes/history.py): a GET or
     DELETE there is a 405 naming POST, not a 404 for a conversation whose id is "import"."""
     raise HTTPException(status.HTTP_405_METHOD_NOT_ALLOWED)
 

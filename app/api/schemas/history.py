@@ -1,13 +1,14 @@
 """Request and response schemas of the history routes (issue 14): fork, rewind, import, pages.
 
-May import pydantic only. Kept beside ``schemas`` so the history routes change in one place.
+May import pydantic and the other schema modules.
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
-from app.api.schemas import MAX_INDEX, SERVED, ConfigPatch
+from app.api.schemas.base import MAX_INDEX, SERVED
+from app.api.schemas.config import ConfigPatch
 
 
 class ForkIn(BaseModel):

@@ -1,6 +1,7 @@
-"""What a browser needs: the Origin check, CORS, the playground page at ``/``.
+"""What a browser needs of the middleware: the Origin check, CORS, the docs pages' policy.
 
-May import Starlette, the settings, the problems and paths modules. The Origin check is a pure ASGI
+May import Starlette, the settings, the problems and paths modules. The playground's page is
+served by ``app.api.routes.playground``. The Origin check is a pure ASGI
 middleware, so streamed responses pay nothing for it: a request whose ``Origin`` is neither
 Parley's own (the scheme and host it was made to) nor listed in ``PARLEY_CORS_ORIGINS`` gets a
 403 problem before any route runs. Requests without ``Origin`` (curl, SDKs) pass untouched,
@@ -11,25 +12,19 @@ A refused CORS preflight is a 403 problem too (``ProblemCORS``).
 
 from __future__ import annotations
 
-import functools
-import html
-from pathlib import Path
-from typing import Any
 from urllib.parse import urlsplit
 
-from fastapi import FastAPI, Request
+from fastapi import FastAPI
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.cors import CORSMiddleware
-from starlette.responses import FileResponse, HTMLResponse, Response
-from starlette.staticfiles import StaticFiles
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.paths import public_path, route_path
+from app.api.paths import route_path
 from app.api.problems import Forbidden, problem_response
 from app.runs.events import ErrorCode
 from app.settings import Settings
 
-STATIC = Path(__file__).resolve().parent.parent / "web" / "static"
 DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
 CORS_METHODS = ["GET", "HEAD", "POST", "DELETE", "OPTIONS"]  # HEAD: served as GET (head.py)
 CORS_HEADERS = ["Authorization", "Content-Type", "If-Match", "Idempotency-Key", "Last-Event-ID"]
@@ -44,14 +39,6 @@ EXPOSED_HEADERS = [
     "X-Request-ID",
     "X-Run-Id",
 ]
-# The playground loads nothing from elsewhere; this keeps it so (and keeps injected markup inert).
-PLAYGROUND_HEADERS = {
-    "Cache-Control": "no-cache",
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data: blob:; "
-    "object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-}
-
 # The docs pages (fastapi-offline serves them): no other site may frame them (Swagger UI's "Try
 # it out" runs requests as Parley's own page). ReDoc draws its vendor's logo from cdn.redoc.ly:
 # refused by the page's policy, the browser never asks for it, and /redoc stays offline.
@@ -189,25 +176,8 @@ class DocsPolicy:
         await self.app(scope, receive, send_with_policy)
 
 
-class PlaygroundFiles(StaticFiles):
-    """The playground's files with the page's headers: ``/playground/index.html`` is the page
-    too (it must not be framed either), and no module or style sheet is sniffed as another type."""
-
-    def file_response(self, *args: Any, **kwargs: Any) -> Response:
-        response = super().file_response(*args, **kwargs)
-        response.headers.update(PLAYGROUND_HEADERS)
-        return response
-
-
-@functools.cache
-def _page_under(root: str) -> str:
-    """The playground's page served under ``root``: its links (its module, style sheet, the
-    docs) are under it too. Read and rewritten once per root path."""
-    return (STATIC / "index.html").read_text().replace('="/', f'="{html.escape(root)}/')
-
-
 def install_browser_support(app: FastAPI, settings: Settings) -> None:
-    """Add the Origin check and (when origins are listed) CORS; serve the playground at ``/``.
+    """Add the docs pages' policy, the Origin check and (when origins are listed) CORS.
 
     Call after the other middleware but the request middleware (request ids, metrics): CORS
     ends up outermost but for that one, so a listed origin's preflight is answered by it, and
@@ -225,16 +195,3 @@ def install_browser_support(app: FastAPI, settings: Settings) -> None:
             expose_headers=EXPOSED_HEADERS,
             max_age=600,
         )
-
-    async def playground(request: Request) -> Response:
-        root = public_path(request.scope, "")
-        if not root:
-            return FileResponse(STATIC / "index.html", headers=PLAYGROUND_HEADERS)
-        return HTMLResponse(_page_under(root), headers=PLAYGROUND_HEADERS)
-
-    app.get("/", include_in_schema=False)(playground)
-    # The page by its file's name too, before the files' mount would answer it unrewritten.
-    app.api_route("/playground/index.html", methods=["GET", "HEAD"], include_in_schema=False)(
-        playground
-    )
-    app.mount("/playground", PlaygroundFiles(directory=STATIC), name="playground")

@@ -1,0 +1,136 @@
+"""Messages as a request sends them: the delta bundle and the serialized MessageList document.
+
+May import pydantic and the other schema modules. The examples become the OpenAPI document's.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, model_validator
+
+from app.api.schemas.config import ConfigPatch
+
+
+class TextMessageIn(BaseModel):
+    """A message made of text: `system`, `user` or `assistant`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant"]
+    text: str = Field(description="The message's text.")
+
+
+class SystemMessageIn(TextMessageIn):
+    """A system message: an instruction (the builder's `.agent()`)."""
+
+    model_config = ConfigDict(
+        extra="forbid", json_schema_extra={"examples": [{"role": "system", "text": "Be brief."}]}
+    )
+    role: Literal["system"]
+
+
+class UserMessageIn(TextMessageIn):
+    """A user message (the builder's `.request()`)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"role": "user", "text": "Why is the sky blue?"}]},
+    )
+    role: Literal["user"]
+
+
+class AssistantMessageIn(TextMessageIn):
+    """An injected assistant message (the builder's `.assistant()`); last, it is a prefill."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"examples": [{"role": "assistant", "text": "Sure, ask away."}]},
+    )
+    role: Literal["assistant"]
+
+
+def _result_or_error(schema: dict[str, Any]) -> None:
+    schema["anyOf"] = [{"required": ["result"]}, {"required": ["error"]}]
+    schema["not"] = {  # an error has no result
+        "required": ["result", "error"],
+        "properties": {"result": {"not": {"type": "null"}}, "error": {"type": "string"}},
+    }
+    schema["examples"] = [{"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}}]
+
+
+class ToolMessageIn(BaseModel):
+    """The result (or error) of a pending client tool call: `result` or `error` is required;
+    with an `error`, `result` is absent or null."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_result_or_error)
+
+    role: Literal["tool"]
+    tool_call_id: str = Field(min_length=1, max_length=200)
+    result: JsonValue = Field(None, description="What the tool returned (any JSON).")
+    error: str | None = Field(
+        None, description="What went wrong, when the tool failed (then no `result`)."
+    )
+
+    @model_validator(mode="after")
+    def _result_or_error(self) -> ToolMessageIn:
+        if "result" not in self.model_fields_set and "error" not in self.model_fields_set:
+            raise ValueError("a tool message needs result or error")
+        if self.result is not None and self.error is not None:
+            raise ValueError("a tool message has a result or an error, not both")
+        return self
+
+
+MessageIn = Annotated[
+    SystemMessageIn | UserMessageIn | AssistantMessageIn | ToolMessageIn,
+    Field(discriminator="role"),
+]
+"""One message of a delta bundle, by `role`; `tool` completes a pending client tool call."""
+
+
+class DeltaBundle(BaseModel):
+    """New messages and a config patch, applied all or nothing."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"role": "system", "text": "Answer in one sentence."},
+                        {"role": "assistant", "text": "Sure, ask away."},
+                        {"role": "user", "text": "Why is the sky blue?"},
+                    ],
+                    "config": {"provider": "offline", "temperature": None},
+                }
+            ]
+        },
+    )
+
+    messages: list[MessageIn] = Field(default_factory=list)
+    config: ConfigPatch | None = None
+
+
+class MessageListDocument(BaseModel):
+    """A MessageList in the serialized format, as ``GET …/messages`` gives it: version "1.0",
+    or "1.1" when it holds a `ReasoningMessage` (docs/format.md)."""
+
+    model_config = ConfigDict(
+        extra="allow",
+        json_schema_extra={
+            "examples": [
+                {
+                    "messages": [
+                        {"type": "AgentMessage", "text": "Be brief.", "role": "system"},
+                        {"type": "TextMessage", "text": "Hi!", "role": "user"},
+                    ],
+                    "version": "1.0",
+                }
+            ]
+        },
+    )
+
+    messages: list[dict[str, JsonValue]]
+    version: Literal["1.0", "1.1"] = Field(
+        description='The serialized format\'s version: "1.1" when the messages hold reasoning.'
+    )
