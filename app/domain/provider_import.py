@@ -7,7 +7,7 @@ conversation went on past it (a message follows), which makes it interrupted
 (``repair.interrupt_passed_calls``). A bad item raises
 ProviderFormatError naming it by index and field (``loc``). JSON texts inside the document
 (OpenAI's ``arguments``, a result's content) are held to what the API stores: no NUL, no lone
-surrogate, no non-finite number (as ``app/api/strict_json.py`` refuses them in a body), and no
+surrogate, no non-finite number (as ``app/api/middleware/strict_json.py`` refuses them in a body), and no
 nesting deeper than ``MAX_JSON_DEPTH`` (``unstorable_json``).
 """
 
