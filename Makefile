@@ -41,8 +41,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The tests run in parallel (pytest-xdist): one worker per core, each with its own databases
+# (tests/conftest.py); the browser tests share one worker (one chromium at a time).
+# PYTEST_WORKERS=0 runs them in this process, as plain `pytest` does.
+PYTEST_WORKERS ?= auto
+
 pytest: $(STAMP)
-	$(BIN)/pytest --cov=app --cov-branch --cov-report=term --cov-report=term:skip-covered \
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup \
+		--cov=app --cov-branch --cov-report=term --cov-report=term:skip-covered \
 		--cov-fail-under=80 tests
 	$(BIN)/coverage report --include='app/domain/*' --fail-under=90
 	$(BIN)/coverage report --include='app/runs/*' --fail-under=90

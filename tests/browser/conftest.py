@@ -34,6 +34,18 @@ def _unavailable() -> str | None:
     return None
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``make test``) the browser tests share one worker: one chromium at
+    a time, as without workers, rather than two competing for the cores under ``expect``'s
+    timeouts. Called with every test of the session: only this directory's are marked."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    here = Path(__file__).parent
+    for item in items:
+        if item.path.is_relative_to(here):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+
+
 @pytest.fixture(params=["sqlite"])
 def backend(request: pytest.FixtureRequest) -> str:
     """The browser tests run on SQLite only: the API tests cover PostgreSQL."""
