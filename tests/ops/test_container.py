@@ -67,7 +67,8 @@ def test_uvicorn_uses_uvloop_bounded_h11_proxy_headers_and_outlasts_the_drain() 
     assert command[:3] == ["uvicorn", "--factory", "app.main:create_app"]
     options = dict(itertools.pairwise(command))
     assert options["--loop"] == "uvloop"
-    assert options["--http"] == "app.server:HeadTimeoutH11Protocol"  # tests/ops/test_request_heads.py
+    # h11 with a bounded request head: tests/ops/test_request_heads.py
+    assert options["--http"] == "app.server:HeadTimeoutH11Protocol"
     assert "--proxy-headers" in command
     assert int(options["--timeout-graceful-shutdown"]) > RUN_DRAIN_SECONDS
     assert (REPO_ROOT / options["--log-config"]).is_file()  # COPY app ./app: the same path
