@@ -30,8 +30,10 @@ lock: $(STAMP)
 migrate: $(STAMP)
 	$(BIN)/alembic upgrade head
 
+# h11 with a bounded request head: 64 KiB, complete within 10 s (docs/deploy.md, "Request heads").
 run: migrate
 	$(BIN)/uvicorn --factory app.main:create_app --host $(HOST) --port $(PORT) \
+		--http app.server:HeadTimeoutH11Protocol --h11-max-incomplete-event-size 65536 \
 		--proxy-headers --timeout-graceful-shutdown 30
 
 lint: $(STAMP)

@@ -150,26 +150,42 @@ def to_jsonable(value: Any, _depth: int = 0) -> Any:
     """
     if value is None or type(value) in (bool, int, str):
         return value
+    scalar = _scalar(value, _depth)
+    if scalar is not _NOT_SCALAR:
+        return scalar
+    if _depth > 32:
+        return str(value)
+    return _composite(value, _depth + 1)
+
+
+_NOT_SCALAR = object()
+
+
+def _scalar(value: Any, depth: int) -> Any:
+    """An enum, a subclass of bool, int or str, or a float as JSON; ``_NOT_SCALAR`` otherwise."""
     if isinstance(value, enum.Enum):
-        return to_jsonable(value.value, _depth + 1)
+        return to_jsonable(value.value, depth + 1)
     if isinstance(value, bool | int):
         return int(value) if not isinstance(value, bool) else bool(value)
     if isinstance(value, str):
         return str.__str__(value)
     if isinstance(value, float):
         return float(value) if math.isfinite(value) else str(float(value))
-    if _depth > 32:
-        return str(value)
+    return _NOT_SCALAR
+
+
+def _composite(value: Any, depth: int) -> Any:
+    """Containers, dataclasses, pydantic models, bytes and dates; anything else as its text."""
     if isinstance(value, Mapping):
-        return {_key(k): to_jsonable(v, _depth + 1) for k, v in value.items()}
+        return {_key(k): to_jsonable(v, depth) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [to_jsonable(v, _depth + 1) for v in value]
+        return [to_jsonable(v, depth) for v in value]
     if isinstance(value, set | frozenset):
-        return [to_jsonable(v, _depth + 1) for v in sorted(value, key=str)]
+        return [to_jsonable(v, depth) for v in sorted(value, key=str)]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return to_jsonable(dataclasses.asdict(value), _depth + 1)
+        return to_jsonable(dataclasses.asdict(value), depth)
     if callable(getattr(value, "model_dump", None)):
-        return to_jsonable(value.model_dump(), _depth + 1)
+        return to_jsonable(value.model_dump(), depth)
     if isinstance(value, bytes | bytearray):
         try:
             return bytes(value).decode("utf-8")

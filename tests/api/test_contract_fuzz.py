@@ -1,7 +1,9 @@
 """schemathesis over the whole OpenAPI document, on real uvicorn, on SQLite and PostgreSQL.
 
 Every operation, positive and negative data, a fixed seed and a bounded number of examples: no
-5xx, no status or content type the document does not list, no body that fails its schema. The
+5xx, no status or content type the document does not list, no body that fails its schema, no
+schema-valid request refused but for the reasons below, no schema-violating request accepted,
+and no operation schemathesis cannot generate for (a schema error fails the test). The
 streams run on the offline model with no delay, so each ends by itself (no hang). A second
 property posts arbitrary JSON to every write route: never a 5xx.
 """
@@ -10,7 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,13 +29,16 @@ from schemathesis.checks import not_a_server_error
 from schemathesis.core.errors import InvalidSchema
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
+    negative_data_rejection,
     positive_data_acceptance,
     response_schema_conformance,
     status_code_conformance,
 )
 
 from app.api.middleware.strict_json import find_unstorable
+from app.main import IMPORT_PATHS
 from app.openapi_export import openapi_document
+from app.settings import Settings
 from tests.api.conftest import LiveServer
 
 pytestmark = pytest.mark.postgres
@@ -80,10 +88,26 @@ def _refused_by_design(case: Any, error: dict[str, Any]) -> bool:
     )
 
 
+def body_limit(path: str) -> int:
+    """The route's body limit in bytes, as the 413 of the document states it."""
+    settings = Settings()
+    return settings.max_import_bytes if path in IMPORT_PATHS else settings.max_body_bytes
+
+
+def over_body_limit(case: Any, response: Any) -> bool:
+    """A 413 for a body over the route's documented byte limit: JSON Schema can bound a text's
+    characters and a list's items, not the bytes of the whole body (100 messages of 100,000
+    characters are valid and 10 MB), so such a body is refused by the limit, by design."""
+    sent = response.request.body or b""
+    return response.status_code == 413 and len(sent) > body_limit(case.operation.path)
+
+
 def accepts_valid_data(ctx: Any, response: Any, case: Any) -> bool | None:
     """schemathesis's positive_data_acceptance (a schema-valid request is not refused), but
     for the refusals above."""
     if isinstance(case.body, dict | list) and find_unstorable(case.body):
+        return None
+    if over_body_limit(case, response):
         return None
     if response.status_code in (400, 412, 422):
         problem = response.json()
@@ -95,13 +119,24 @@ def accepts_valid_data(ctx: Any, response: Any, case: Any) -> bool | None:
     return positive_data_acceptance(ctx, response, case)
 
 
-CHECKS = [
+def rejects_invalid_data(ctx: Any, response: Any, case: Any) -> bool | None:
+    """schemathesis's negative_data_rejection (a schema-violating request is refused), with a
+    413 counted as a refusal: a text past its ``maxLength`` may also be past the byte limit."""
+    if response.status_code == 413:
+        return None
+    return negative_data_rejection(ctx, response, case)
+
+
+COMMON_CHECKS = [
     not_a_server_error,
     status_code_conformance,
     content_type_conformance,
     response_schema_conformance,
-    accepts_valid_data,
 ]
+CHECKS = {
+    GenerationMode.POSITIVE: [*COMMON_CHECKS, accepts_valid_data],
+    GenerationMode.NEGATIVE: [*COMMON_CHECKS, rejects_invalid_data],
+}
 SEED = 20261123
 SKIPPED: list[str] = []
 
@@ -120,15 +155,30 @@ def _fuzz_operation(operation: Any, mode: GenerationMode, url: str, http: Any) -
         case=operation.as_strategy(generation_mode=mode, **_existing(operation, mode, http, url))
     )
     def run(case: Any) -> None:
-        case.call_and_validate(base_url=url, session=http, checks=CHECKS, timeout=30)
+        case.call_and_validate(base_url=url, session=http, checks=CHECKS[mode], timeout=30)
 
     try:
         run()
-    except (Unsatisfiable, InvalidSchema) as exc:
-        # Nothing to make invalid (an operation that takes no input has no negative case), or
-        # a schema schemathesis cannot mutate: generation's limits, not the server's answers.
-        assert mode is GenerationMode.NEGATIVE, (operation.label, exc)
+    except InvalidSchema as exc:  # a schema error: the document is what must change
+        raise AssertionError(f"{operation.label} ({mode}): {exc}") from exc
+    except Unsatisfiable as exc:
+        # Nothing to make invalid: an operation that takes no input has no negative case.
+        assert mode is GenerationMode.NEGATIVE and not _takes_input(operation), (
+            operation.label,
+            exc,
+        )
         SKIPPED.append(f"{operation.label} ({mode}): {type(exc).__name__}")
+
+
+def _takes_input(operation: Any) -> bool:
+    """Whether anything the operation takes could be made invalid: a body, or a parameter
+    with more to break than being a string (a path or header string is any text)."""
+    definition = operation.definition.raw
+    loose = {"title", "description", "type"}
+    return bool(definition.get("requestBody")) or any(
+        set(parameter.get("schema", {})) - loose or parameter["schema"].get("type") != "string"
+        for parameter in definition.get("parameters", [])
+    )
 
 
 def _existing(operation: Any, mode: GenerationMode, http: Any, url: str) -> dict[str, Any]:
@@ -206,3 +256,33 @@ async def test_arbitrary_json_never_gets_a_5xx(live_server: Callable[..., LiveSe
     async with httpx.AsyncClient(base_url=server.url) as client:
         created = await client.post("/conversations", json={})
     await asyncio.to_thread(_post_arbitrary_json, server.url, created.json()["id"])
+
+
+# The CLI's own phases (examples, coverage — boundary values and each keyword broken in turn —
+# and fuzzing) in negative mode, over the document as served: any schema error (an operation it
+# cannot generate for) fails the run, and so does a 5xx or a schema-violating request accepted.
+# A 413 counts as a refusal (a text past its maxLength may be past the byte limit too).
+CLI_CONFIG = """
+[checks.negative_data_rejection]
+expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
+"""
+
+
+def _cli_negative(url: str, workdir: Path) -> subprocess.CompletedProcess[str]:
+    schema = workdir / "openapi.json"
+    schema.write_text(json.dumps(openapi_document()), encoding="utf-8")
+    config = workdir / "schemathesis.toml"
+    config.write_text(CLI_CONFIG, encoding="utf-8")
+    command = [str(Path(sys.executable).parent / "schemathesis"), "--config-file", str(config)]
+    command += ["run", str(schema), "--url", url, "--mode", "negative", "--seed", str(SEED)]
+    command += ["--phases", "examples,coverage,fuzzing", "--max-examples", "20", "--workers", "1"]
+    command += ["--checks", "not_a_server_error,negative_data_rejection"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=workdir)
+
+
+async def test_schemathesis_cli_in_negative_mode_finds_nothing(
+    live_server: Callable[..., LiveServer], tmp_path: Path
+) -> None:
+    server = live_server(offline_delay_ms=0)
+    done = await asyncio.to_thread(_cli_negative, server.url, tmp_path)
+    assert done.returncode == 0, done.stdout[-6000:]

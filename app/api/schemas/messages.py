@@ -51,11 +51,12 @@ class AssistantMessageIn(TextMessageIn):
 
 
 def _result_or_error(schema: dict[str, Any]) -> None:
-    schema["anyOf"] = [{"required": ["result"]}, {"required": ["error"]}]
-    schema["not"] = {  # an error has no result
-        "required": ["result", "error"],
-        "properties": {"result": {"not": {"type": "null"}}, "error": {"type": "string"}},
-    }
+    # A result (and no error but null), or an error (and no result but null). Spelled without
+    # `not`, which generators (schemathesis's negative mode) cannot draw the opposite of.
+    schema["anyOf"] = [
+        {"required": ["result"], "properties": {"error": {"type": "null"}}},
+        {"required": ["error"], "properties": {"result": {"type": "null"}}},
+    ]
     schema["examples"] = [{"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}}]
 
 
