@@ -4,11 +4,11 @@ Imports only the standard library and the domain. The inverse of ``app.domain.fo
 ``to_openai_format`` / ``to_anthropic_format`` write, these read back to messages that write the
 same document again. A call with no result after it is read as pending — unless the
 conversation went on past it (a message follows), which makes it interrupted
-(``repair.interrupt_passed_calls``). A bad item raises
-ProviderFormatError naming it by index and field (``loc``). JSON texts inside the document
-(OpenAI's ``arguments``, a result's content) are held to what the API stores: no NUL, no lone
-surrogate, no non-finite number (as ``app/api/middleware/strict_json.py`` refuses them in a body), and no
-nesting deeper than ``MAX_JSON_DEPTH`` (``unstorable_json``).
+(``repair.interrupt_passed_calls``). A bad item raises ProviderFormatError naming it by index
+and field (``loc``). JSON texts inside the document (OpenAI's ``arguments``, a result's
+content) are held to what the API stores: no NUL, no lone surrogate, no non-finite number (as
+``app/api/middleware/strict_json.py`` refuses them in a body), and no nesting deeper than
+``MAX_JSON_DEPTH`` (``unstorable_json``).
 """
 
 from __future__ import annotations
