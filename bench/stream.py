@@ -71,6 +71,15 @@ PROFILING = bool(os.environ.get("PARLEY_BENCH_PROFILE"))
 """PARLEY_BENCH_PROFILE=DIR runs each Parley under py-spy, writing DIR/parley-<db>.txt."""
 
 
+SHIPPED_HTTP = (
+    "--http",
+    "app.server:HeadTimeoutH11Protocol",
+    "--h11-max-incomplete-event-size",
+    "65536",
+)
+"""The HTTP protocol options Parley ships with (docs/deploy.md, "Request heads")."""
+
+
 def serve_uvicorn(
     target: str, port: int, env: dict[str, str], factory: bool, profile: str | None = None
 ) -> subprocess.Popen[bytes]:
@@ -81,8 +90,8 @@ def serve_uvicorn(
     args = [*([*spy, "--"] if profile else []), PY, "-m", "uvicorn", target]
     args += ["--host", "127.0.0.1", "--port", str(port)]
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
-    if factory:
-        args.append("--factory")
+    if factory:  # Parley, served as it ships (the Makefile's `run`, the Dockerfile's CMD)
+        args += ["--factory", *SHIPPED_HTTP]
     return subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env})
 
 
