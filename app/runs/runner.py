@@ -37,7 +37,7 @@ from app.domain import (
     ToolRoundLimitError,
     Usage,
 )
-from app.runs.conversations import Delta, config_update
+from app.runs.delta import Delta, config_update
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
 from app.runs.events import (
     DONE,
@@ -145,7 +145,7 @@ class RunService:
                 services.settings.run_lease_seconds,
                 messages=delta.messages,
                 tool_results=delta.outcomes(),
-                update_config=config_update(services, delta.config_patch),
+                update_config=config_update(services.configs, delta.config_patch),
                 expected_version=expected_version,
             )
             if record.pending_tool_call_ids:

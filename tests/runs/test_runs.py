@@ -29,7 +29,7 @@ from app.domain import (
     collect_response,
 )
 from app.runs.config import ConfigContext
-from app.runs.conversations import Delta
+from app.runs.delta import Delta
 from app.runs.errors import BadEventId, EventsExpired, ShuttingDown
 from app.runs.events import RunEvent, chunk_event, merged_rows
 from app.runs.follow import RunReader
