@@ -29,14 +29,14 @@ from app.domain import (
     ToolRoundLimitError,
     ToolUse,
 )
-from app.runs.codes import ErrorCode, code_for
+from app.runs.codes import ErrorCode as ErrorCode  # re-exported, as every code
+from app.runs.codes import code_for
 from app.runs.payloads import (
     ContentBlockStartData,
     ContentBlockStopData,
     DoneData,
     ErrorEventData,
     EventData,
-    EventName,
     MessageData,
     MessageStopData,
     PendingToolCall,
@@ -46,30 +46,12 @@ from app.runs.payloads import (
     ToolUseData,
     dumps,
 )
+from app.runs.payloads import EventName as EventName  # re-exported, with the bodies
 from app.storage import LeaseLost
-from app.storage.runs import FinalStatus, RunStatus
+from app.storage.runs import FinalStatus as FinalStatus  # how a run ended, re-exported
+from app.storage.runs import RunStatus as RunStatus  # a run's status, re-exported
 
-__all__ = [
-    "EVENT_ID_PATTERN",
-    "EVENT_NAMES",
-    "RECOVERY_GAP",
-    "ErrorCode",
-    "EventName",
-    "FinalStatus",
-    "OnDisconnect",
-    "RunEvent",
-    "RunStatus",
-]
-
-FINAL_STATUSES: tuple[FinalStatus, ...] = (
-    "completed",
-    "requires_action",
-    "aborted",
-    "failed",
-    "interrupted",
-)
 OnDisconnect = Literal["cancel", "continue"]
-EVENT_NAMES: tuple[EventName, ...] = tuple(EventName)
 
 
 @dataclass(frozen=True, slots=True)
