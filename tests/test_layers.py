@@ -1,5 +1,6 @@
-"""Imports point downward between the layers (DESIGN §1): api → runs → storage/providers →
-domain, and nothing under them imports ``app.main``, which assembles them all."""
+"""Imports point downward between the layers (DESIGN §1): api → conversations → runs →
+storage/providers → domain, and nothing under them imports ``app.main``, which assembles them
+all."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ APP = Path(__file__).resolve().parents[1] / "app"
 # Which app packages each layer may import (besides itself). ``observability`` (metrics and log
 # context) is a leaf every layer but the domain may use.
 ALLOWED: dict[str, set[str]] = {
-    "api": {"runs", "storage", "providers", "domain", "settings", "observability"},
+    "api": {"conversations", "runs", "storage", "providers", "domain", "settings", "observability"},
+    "conversations": {"runs", "storage", "domain", "settings", "observability"},
     "runs": {"storage", "providers", "domain", "settings", "observability"},
     "storage": {"domain", "settings", "observability"},
     "providers": {"domain", "settings", "observability"},

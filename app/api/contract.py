@@ -1,9 +1,10 @@
 """The OpenAPI contract: every route's error statuses, the problem schemas, the bearer scheme.
 
-May import FastAPI, pydantic and the problems module. ``document_contract(app)`` runs once at
-assembly and derives, in the generated document, what each operation can answer from what it
-takes (a body, an ``If-Match``, a path id, the bearer key…), so a route added later is documented
-by the same rules without a line of its own. A route's own ``responses`` descriptions win.
+May import FastAPI, pydantic, the problems module and the runs layer's event vocabulary
+(through app.api.schemas.events). ``document_contract(app)`` runs once at assembly and derives,
+in the generated document, what each operation can answer from what it takes (a body, an
+``If-Match``, a path id, the bearer key…), so a route added later is documented by the same
+rules without a line of its own. A route's own ``responses`` descriptions win.
 """
 
 from __future__ import annotations
@@ -16,37 +17,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.middleware.hosts import PROBE_PATHS
 from app.api.problems import PROBLEM_JSON
-from app.api.schemas import (
-    ContentBlockDeltaData,
-    ContentBlockStartData,
-    ContentBlockStopData,
-    DoneData,
-    ErrorEventData,
-    MessageData,
-    MessageStopData,
-    RequiresActionData,
-    RunStartedData,
-    ToolUseData,
-)
-from app.runs.events import EVENT_ID_PATTERN, EVENT_NAMES
+from app.api.schemas.events import EVENT_DATA, EventName
+from app.runs.events import EVENT_ID_PATTERN
 
 SSE = "text/event-stream"
-EVENT_DATA: dict[str, type[BaseModel]] = {  # each event's JSON body, by name
-    "run_started": RunStartedData,
-    "content_block_start": ContentBlockStartData,
-    "content_block_delta": ContentBlockDeltaData,
-    "content_block_stop": ContentBlockStopData,
-    "tool_use": ToolUseData,
-    "message_stop": MessageStopData,
-    "message": MessageData,
-    "requires_action": RequiresActionData,
-    "error": ErrorEventData,
-    "done": DoneData,
-}
-assert set(EVENT_DATA) == set(EVENT_NAMES)
 
 
-def _sse_event(name: str) -> dict[str, Any]:
+def _sse_event(name: EventName) -> dict[str, Any]:
     body = {"$ref": f"#/components/schemas/{EVENT_DATA[name].__name__}"}
     return {
         "type": "object",
@@ -68,7 +45,7 @@ SSE_EVENT: dict[str, Any] = {
     "description": "One Server-Sent Event: `id` is `<run id>:<seq>` (send it back as "
     "`Last-Event-ID` to resume), `event` its name, `data` a JSON object whose schema "
     "(`contentSchema`) depends on the name.",
-    "oneOf": [_sse_event(name) for name in EVENT_NAMES],
+    "oneOf": [_sse_event(name) for name in EventName],
 }
 
 BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed route

@@ -17,8 +17,9 @@ from app.api.schemas import (
     ToolMessageIn,
     UsageOut,
 )
+from app.conversations.service import ConversationView
 from app.domain import AgentMessage, Message, Role, TextMessage, ToolResult
-from app.runs.conversations import ConversationView, Delta
+from app.runs.delta import Delta
 from app.runs.errors import InvalidInput
 from app.settings import Settings
 from app.storage import RunRecord

@@ -15,11 +15,11 @@ from fastapi import Depends, Header, Query, Request, Security
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.api.problems import BadRequest, Unauthorized
-from app.runs.conversations import ConversationService
+from app.conversations.history import HistoryService
+from app.conversations.idempotency import IdempotencyService
+from app.conversations.service import ConversationService
 from app.runs.events import ErrorCode
 from app.runs.follow import RunReader
-from app.runs.history import HistoryService
-from app.runs.idempotency import IdempotencyService
 from app.runs.runner import RunService
 from app.runs.services import Services
 

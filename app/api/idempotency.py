@@ -16,7 +16,7 @@ from typing import Annotated
 from fastapi import Header, Request
 from starlette.responses import Response
 
-from app.runs.idempotency import IdempotencyService
+from app.conversations.idempotency import IdempotencyService
 
 # Headers a replayed response repeats (the body and status are kept as they were).
 _KEPT_HEADERS = ("content-type", "location", "etag")

@@ -1,10 +1,10 @@
 """Errors as ``application/problem+json`` (RFC 9457), raised anywhere, written in one place.
 
 May import FastAPI/Starlette, app.api.paths, the domain, storage and runs errors. Every
-problem has a stable ``code`` (one of app/runs/events.py's ``ErrorCode``, the same spelling an
-``error`` event uses for the same cause), ``type`` ``/problems/<code>``, a ``title``, the HTTP
-``status`` and a human ``detail``; some carry extensions (``errors``, ``run_id``,
-``pending_tool_call_ids``…).
+problem has a stable ``code`` (one of app/runs/codes.py's ``ErrorCode``; for an exception, the
+code ``code_for`` gives it — the one mapping an ``error`` event uses too), ``type``
+``/problems/<code>``, a ``title``, the HTTP ``status`` and a human ``detail``; some carry
+extensions (``errors``, ``run_id``, ``pending_tool_call_ids``…).
 
     ApiProblem
      ├── BadRequest (400)            malformed JSON, bad cursor, If-Match or Last-Event-ID
@@ -40,6 +40,7 @@ from starlette.responses import JSONResponse
 from app.api.paths import route_path
 from app.domain import ConversationError
 from app.observability.logs import current_request_id
+from app.runs.codes import ErrorCode, code_for
 from app.runs.errors import (
     BadEventId,
     EventsExpired,
@@ -52,7 +53,6 @@ from app.runs.errors import (
     RunsError,
     ShuttingDown,
 )
-from app.runs.events import ErrorCode
 from app.storage import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -216,46 +216,34 @@ def _invalid_input(exc: InvalidInput) -> ApiProblem:
     return Unprocessable(exc.detail, errors=errors, **exc.extra)
 
 
-# What each storage, use-case or domain error stands for; an error not listed is looked up by
-# its base classes, nearest first (so LeaseHeld is not taken for the StorageConflict it is).
+# What each storage, use-case or domain error stands for: its status and extensions (its code
+# is ``code_for``'s); an error not listed is looked up by its base classes, nearest first (so
+# LeaseHeld is not taken for the StorageConflict it is).
 _ERROR_PROBLEMS: dict[type[Exception], Callable[[Any], ApiProblem]] = {
-    ConversationNotFound: lambda e: NotFound(
-        f"no conversation {e.conversation_id!r}", slug=ErrorCode.CONVERSATION_NOT_FOUND
-    ),
-    RunNotFound: lambda e: NotFound(f"no run {e.run_id!r} here", slug=ErrorCode.RUN_NOT_FOUND),
-    InvalidCursor: lambda e: BadRequest(
-        "the cursor is not one this service issued", slug=ErrorCode.INVALID_CURSOR
-    ),
+    ConversationNotFound: lambda e: NotFound(f"no conversation {e.conversation_id!r}"),
+    RunNotFound: lambda e: NotFound(f"no run {e.run_id!r} here"),
+    InvalidCursor: lambda e: BadRequest("the cursor is not one this service issued"),
     VersionConflict: lambda e: PreconditionFailed(str(e), current_version=e.current_version),
-    LeaseHeld: lambda e: Conflict(str(e), slug=ErrorCode.CONVERSATION_RUNNING, run_id=e.run_id),
-    LeaseLost: lambda e: Conflict(str(e), slug=ErrorCode.LEASE_LOST, run_id=e.run_id),
-    ToolCallNotPending: lambda e: Conflict(
-        str(e), slug=ErrorCode.TOOL_CALL_NOT_PENDING, tool_call_id=e.tool_call_id
-    ),
-    DuplicateToolCall: lambda e: Conflict(str(e), slug=ErrorCode.DUPLICATE_TOOL_CALL),
+    LeaseHeld: lambda e: Conflict(str(e), run_id=e.run_id),
+    LeaseLost: lambda e: Conflict(str(e), run_id=e.run_id),
+    ToolCallNotPending: lambda e: Conflict(str(e), tool_call_id=e.tool_call_id),
+    DuplicateToolCall: lambda e: Conflict(str(e)),
     StorageConflict: lambda e: Conflict(str(e)),
-    StoredDataError: lambda e: ApiProblem(str(e), slug=ErrorCode.STORED_DATA_ERROR, index=e.index),
+    StoredDataError: lambda e: ApiProblem(str(e), index=e.index),
     InvalidInput: _invalid_input,
-    PendingToolCalls: lambda e: Conflict(
-        str(e), slug=ErrorCode.TOOL_RESULTS_REQUIRED, pending_tool_call_ids=e.ids
-    ),
-    NoActiveRun: lambda e: Conflict(str(e), slug=ErrorCode.NO_ACTIVE_RUN),
-    NothingToAnswer: lambda e: Conflict(str(e), slug=ErrorCode.NOTHING_TO_ANSWER),
-    BadEventId: lambda e: BadRequest(str(e), slug=ErrorCode.BAD_LAST_EVENT_ID),
+    PendingToolCalls: lambda e: Conflict(str(e), pending_tool_call_ids=e.ids),
+    NoActiveRun: lambda e: Conflict(str(e)),
+    NothingToAnswer: lambda e: Conflict(str(e)),
+    BadEventId: lambda e: BadRequest(str(e)),
     EventsExpired: lambda e: Gone(str(e), run_id=e.run_id),
     ShuttingDown: lambda e: Unavailable(str(e), headers={"Retry-After": str(e.retry_after)}),
-    DatabaseUnavailable: lambda e: Unavailable(
-        str(e), slug=ErrorCode.DATABASE_UNAVAILABLE, headers={"Retry-After": "2"}
-    ),
+    DatabaseUnavailable: lambda e: Unavailable(str(e), headers={"Retry-After": "2"}),
     IdempotencyKeyReused: lambda e: Unprocessable(
         str(e),
-        slug=ErrorCode.IDEMPOTENCY_KEY_REUSED,
         errors=_header_error("Idempotency-Key", e),
     ),
-    IdempotencyKeyInUse: lambda e: Conflict(
-        str(e), slug=ErrorCode.IDEMPOTENCY_KEY_IN_USE, headers={"Retry-After": "1"}
-    ),
-    ConversationError: lambda e: Unprocessable(str(e), slug=ErrorCode.INVALID_CONVERSATION),
+    IdempotencyKeyInUse: lambda e: Conflict(str(e), headers={"Retry-After": "1"}),
+    ConversationError: lambda e: Unprocessable(str(e)),
 }
 
 
@@ -264,7 +252,9 @@ def problem_for(exc: Exception) -> ApiProblem:
     for cls in type(exc).__mro__:
         build = _ERROR_PROBLEMS.get(cls)
         if build is not None:
-            return build(exc)
+            problem = build(exc)
+            problem.slug = code_for(exc)
+            return problem
     return ApiProblem("an unexpected error occurred; it has been logged")
 
 

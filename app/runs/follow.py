@@ -14,16 +14,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from app.runs.errors import BadEventId, EventsExpired
-from app.runs.events import (
-    DONE,
-    ERROR,
-    SHUTTING_DOWN_ERROR,
-    RunEvent,
-    make_event,
-    parse_event_id,
-    stored_events,
-)
+from app.runs.events import SHUTTING_DOWN_ERROR, EventName, RunEvent, notice, parse_event_id
 from app.runs.live import LiveRun
+from app.runs.log_codec import stored_events
 from app.runs.recovery import recover
 from app.runs.services import Services
 from app.storage import RunRecord, RunRepository, utcnow
@@ -111,11 +104,11 @@ class RunReader:
             if batch:
                 seq = batch[-1].seq
                 yield batch
-                if batch[-1].name == DONE:
+                if batch[-1].name == EventName.DONE:
                     return
                 continue
             if services.manager.shutting_down:
-                yield [make_event(0, ERROR, SHUTTING_DOWN_ERROR)]
+                yield [notice(SHUTTING_DOWN_ERROR)]
                 return
             if loop.time() >= next_check:
                 next_check = loop.time() + _LIVENESS_EVERY

@@ -1,7 +1,8 @@
 """The runs this process executes, in memory: their events so far, their readers, stopping them.
 
-Standard library and the runs layer's events only. A ``LiveRun`` keeps every event of its run
-until it ends, so any number of readers on this process follow it from any position; readers on
+May import the runs layer's events and the domain's chunk type. A ``LiveRun`` keeps every
+event of its run until it ends, so any number of readers on this process follow it from any
+position, and numbers the events it sends next (``next_events``, ``next_chunk``); readers on
 other processes follow the stored log instead (app/runs/follow.py). The ``RunManager`` finds a
 local run by id (to cancel it, to follow it), knows when the process is shutting down, and wakes
 readers of other processes' runs when the database says they have new events.
@@ -12,11 +13,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from app.runs.events import DONE, RunEvent
+from app.domain import StreamChunk
+from app.runs.events import EventName, OnDisconnect, RunEvent, chunk_event, numbered
+from app.runs.payloads import EventData
 
 log = logging.getLogger(__name__)
 
@@ -30,7 +33,7 @@ class LiveRun:
     run_id: str
     conversation_id: str
     owner: str
-    on_disconnect: str
+    on_disconnect: OnDisconnect
     persisted: int
     """How many of the conversation's messages are stored."""
     version: int
@@ -51,7 +54,15 @@ class LiveRun:
 
     @property
     def done(self) -> bool:
-        return bool(self.events) and self.events[-1].name == DONE
+        return bool(self.events) and self.events[-1].name == EventName.DONE
+
+    def next_events(self, bodies: Sequence[EventData]) -> list[RunEvent]:
+        """The events of ``bodies``, numbered after the last event this run published."""
+        return numbered(self.seq, bodies)
+
+    def next_chunk(self, chunk: StreamChunk) -> RunEvent:
+        """The event of a model stream chunk, numbered after the last one published."""
+        return chunk_event(self.seq, chunk)
 
     def publish(self, events: list[RunEvent]) -> None:
         """Hand events to the readers (they must continue the numbering)."""
@@ -69,7 +80,7 @@ class LiveRun:
                 batch = self.events[position:]
                 position += len(batch)
                 yield batch
-                if batch[-1].name == DONE:
+                if batch[-1].name == EventName.DONE:
                     return
             elif self.done:
                 return

@@ -1,13 +1,15 @@
 """What a run reports to metrics and logs: started, its chunks' timing and tokens, finished.
 
-May import the domain and app.observability. One ``RunObserver`` per run; the runner calls
-``started``, ``chunk`` for each StreamChunk, and ``finished`` once with the final status.
+May import the domain, app.observability and the run statuses (storage). One ``RunObserver``
+per run; the runner calls ``started``, ``chunk`` for each StreamChunk, and ``finished`` once
+with the final status.
 """
 
 from __future__ import annotations
 
 from app.domain import ContentBlockDelta, ContentBlockStart, MessageStop
 from app.observability import logs, metrics
+from app.storage.runs import FinalStatus
 
 
 class RunObserver:
@@ -33,7 +35,7 @@ class RunObserver:
         elif isinstance(chunk, MessageStop) and chunk.usage.output_tokens:
             metrics.output_tokens(self.provider, chunk.usage.output_tokens)
 
-    def finished(self, status: str) -> None:
+    def finished(self, status: FinalStatus) -> None:
         if not self._finished:
             self._finished = True
             metrics.run_finished(self.provider, status)

@@ -17,20 +17,17 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from app.domain import Role, TextMessage
+from app.runs.codes import ErrorCode
 from app.runs.events import (
-    DONE,
-    ERROR,
-    MESSAGE,
     PROCESS_LOST_ERROR,
-    RECOVERY_GAP,
-    ErrorCode,
-    done_payload,
-    make_event,
-    merged_rows,
-    message_payload,
-    unfinished_reply,
+    done,
+    message_data,
+    numbered,
+    recovered_after,
 )
 from app.runs.live import RunManager
+from app.runs.log_codec import merged_rows, unfinished_reply
+from app.runs.payloads import EventData
 from app.storage import ConversationRepository, LeaseExpired, RunNotFound, RunRepository
 
 if TYPE_CHECKING:
@@ -92,21 +89,17 @@ async def end_abandoned_run(
         return
     rows = await runs.events_after(run_id, 0)
     text = unfinished_reply(rows)
-    seq = (rows[-1].last_seq if rows else 0) + RECOVERY_GAP
-    events = []
+    bodies: list[EventData] = []
     if text.strip():
         reply = TextMessage(text, Role.ASSISTANT, incomplete=True)
         record = await repo.append_messages(conversation_id, [reply], run_id=run_id)
-        seq += 1
-        payload = message_payload(record.message_count - 1, record.version, reply)
-        events.append(make_event(seq, MESSAGE, payload))
+        bodies.append(message_data(record.message_count - 1, record.version, reply))
     else:
         record = await repo.get(conversation_id)
-    events.append(make_event(seq + 1, ERROR, PROCESS_LOST_ERROR))
-    events.append(
-        make_event(seq + 2, DONE, done_payload("interrupted", record.message_count, record.version))
-    )
-    await runs.add_events(merged_rows(run_id, events))
+    bodies.append(PROCESS_LOST_ERROR)
+    bodies.append(done("interrupted", record.message_count, record.version))
+    after = recovered_after(rows[-1].last_seq if rows else 0)
+    await runs.add_events(merged_rows(run_id, numbered(after, bodies)))
     await runs.finish(run_id, "interrupted", error_code=ErrorCode.PROCESS_LOST)
     await runs.notify(f"e:{run_id}")
     log.warning(

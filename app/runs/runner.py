@@ -37,33 +37,28 @@ from app.domain import (
     ToolRoundLimitError,
     Usage,
 )
-from app.runs.conversations import Delta, config_update
+from app.runs.delta import Delta, config_update
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
 from app.runs.events import (
-    DONE,
-    ERROR,
     LEASE_LOST_ERROR,
-    MESSAGE,
-    REQUIRES_ACTION,
-    RUN_STARTED,
     SHUTTING_DOWN_ERROR,
-    ErrorData,
+    FinalStatus,
     OnDisconnect,
     RunEvent,
-    chunk_event,
-    done_payload,
+    done,
     error_for,
-    make_event,
-    merged_rows,
-    message_payload,
-    requires_action_payload,
-    run_started_payload,
+    first_event,
+    message_data,
+    requires_action,
+    run_started,
 )
 from app.runs.live import LiveRun
+from app.runs.log_codec import merged_rows
 from app.runs.observe import RunObserver
+from app.runs.payloads import ErrorEventData, EventData
 from app.runs.recovery import recovering
 from app.runs.services import Services
-from app.runs.writer import Commit, Ending, EventSpec
+from app.runs.writer import Commit, Ending
 from app.storage import (
     ConversationNotFound,
     ConversationRecord,
@@ -75,7 +70,11 @@ from app.storage import (
 
 log = logging.getLogger(__name__)
 
-_STOPPED_STATUS = {"cancel": "aborted", "disconnect": "aborted", "lease_lost": "aborted"}
+_STOPPED_STATUS: dict[str, FinalStatus] = {
+    "cancel": "aborted",
+    "disconnect": "aborted",
+    "lease_lost": "aborted",
+}
 
 
 @dataclass
@@ -145,7 +144,7 @@ class RunService:
                 services.settings.run_lease_seconds,
                 messages=delta.messages,
                 tool_results=delta.outcomes(),
-                update_config=config_update(services, delta.config_patch),
+                update_config=config_update(services.configs, delta.config_patch),
                 expected_version=expected_version,
             )
             if record.pending_tool_call_ids:
@@ -158,10 +157,8 @@ class RunService:
             except ConversationConfigurationError as exc:
                 available = services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
-            started = make_event(
-                1,
-                RUN_STARTED,
-                run_started_payload(run_id, record.id, record.message_count, record.version),
+            started = first_event(
+                run_started(run_id, record.id, record.message_count, record.version)
             )
             runs = RunRepository(repo.session)
             await runs.create(run_id, record.id, self.owner, on_disconnect)
@@ -176,7 +173,7 @@ class RunService:
         observer.started()
         run.running = True
         progress = _Progress()
-        error: ErrorData | None = None
+        error: ErrorEventData | None = None
         try:
             if run.stop_reason is not None:  # stopped before it began
                 raise asyncio.CancelledError
@@ -189,7 +186,7 @@ class RunService:
         except Exception as exc:
             error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
             if _expected(exc):  # the provider layer logged upstream failures, without their text
-                log.info("run %s failed: %s", run.run_id, error["code"])
+                log.info("run %s failed: %s", run.run_id, error.code)
             elif not _lost(exc):
                 log.exception("run %s failed unexpectedly", run.run_id)
             status = "aborted" if _lost(exc) else "failed"
@@ -202,7 +199,7 @@ class RunService:
 
     def _stopped(
         self, run: LiveRun, conversation: LLMConversation, progress: _Progress
-    ) -> tuple[str, ErrorData | None]:
+    ) -> tuple[FinalStatus, ErrorEventData | None]:
         """The status of a run whose task was stopped (``run.stop_reason`` says why)."""
         if progress.reply_complete:  # stopped after the model's last word: it did complete
             return _natural_status(conversation), None
@@ -222,7 +219,7 @@ class RunService:
         conversation: LLMConversation,
         progress: _Progress,
         observer: RunObserver,
-    ) -> str:
+    ) -> FinalStatus:
         writer = self.services.writer
         async with contextlib.aclosing(conversation.stream()) as stream:
             async for event in stream:
@@ -239,7 +236,7 @@ class RunService:
                     progress.model_finished = event.stop_reason != "tool_use"
                     for kind, count in event.usage.as_dict().items():
                         progress.usage[kind] += count or 0
-                out = chunk_event(run.seq + 1, event)
+                out = run.next_chunk(event)
                 run.publish([out])
                 writer.add(run, out)
         return _natural_status(conversation)
@@ -251,12 +248,9 @@ class RunService:
         messages = conversation.messages[run.persisted : upto]
         first = run.persisted
 
-        def events(record: ConversationRecord) -> list[EventSpec]:
+        def events(record: ConversationRecord) -> list[EventData]:
             run.version = record.version
-            return [
-                (MESSAGE, message_payload(first + i, record.version, m))
-                for i, m in enumerate(messages)
-            ]
+            return [message_data(first + i, record.version, m) for i, m in enumerate(messages)]
 
         commit = progress.inflight = Commit(run, messages, events)
         self._landed(run, await self.services.writer.commit(commit), len(messages))
@@ -271,8 +265,8 @@ class RunService:
         run: LiveRun,
         conversation: LLMConversation,
         progress: _Progress,
-        status: str,
-        error: ErrorData | None,
+        status: FinalStatus,
+        error: ErrorEventData | None,
     ) -> None:
         """Store what is left, the ending and ``done``; release the lease; send them."""
         inflight = progress.inflight
@@ -283,20 +277,19 @@ class RunService:
         first = run.persisted
         pending = [m for _, m in conversation.messages.pending_tool_calls()]
 
-        def events(record: ConversationRecord) -> list[EventSpec]:
+        def events(record: ConversationRecord) -> list[EventData]:
             run.version = record.version
-            specs: list[EventSpec] = [
-                (MESSAGE, message_payload(first + i, record.version, m))
-                for i, m in enumerate(messages)
+            bodies: list[EventData] = [
+                message_data(first + i, record.version, m) for i, m in enumerate(messages)
             ]
             if status == "requires_action":
-                specs.append((REQUIRES_ACTION, requires_action_payload(pending)))
+                bodies.append(requires_action(pending))
             if error is not None:
-                specs.append((ERROR, error))
-            specs.append((DONE, done_payload(status, record.message_count, record.version)))
-            return specs
+                bodies.append(error)
+            bodies.append(done(status, record.message_count, record.version))
+            return bodies
 
-        ending = Ending(status, error["code"] if error else None, dict(progress.usage))
+        ending = Ending(status, error.code if error else None, dict(progress.usage))
         try:
             stored = await self.services.writer.commit(Commit(run, messages, events, ending))
         except (LeaseLost, ConversationNotFound) as exc:
@@ -314,12 +307,11 @@ class RunService:
         of the reply: the lease is released and the log says what the streams are told."""
         error = error_for(exc)
 
-        def events(record: ConversationRecord) -> list[EventSpec]:
+        def events(record: ConversationRecord) -> list[EventData]:
             run.version = record.version
-            done = done_payload("failed", record.message_count, record.version)
-            return [(ERROR, error), (DONE, done)]
+            return [error, done("failed", record.message_count, record.version)]
 
-        ending = Ending("failed", error["code"], dict(progress.usage))
+        ending = Ending("failed", error.code, dict(progress.usage))
         try:
             stored = await self.services.writer.commit(Commit(run, [], events, ending))
         except Exception as again:
@@ -335,9 +327,8 @@ class RunService:
         if not _lost(exc):
             log.error("run %s: no ending could be stored: %s", run.run_id, driver_said(exc))
         error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
-        status = "aborted" if _lost(exc) else "failed"
-        done = done_payload(status, run.persisted, run.version)
-        run.publish([make_event(run.seq + 1, ERROR, error), make_event(run.seq + 2, DONE, done)])
+        status: FinalStatus = "aborted" if _lost(exc) else "failed"
+        run.publish(run.next_events([error, done(status, run.persisted, run.version)]))
 
 
 def _complete_last_reply(conversation: LLMConversation) -> bool:
@@ -357,7 +348,7 @@ def _lost(exc: Exception) -> bool:
     return isinstance(exc, LeaseLost | ConversationNotFound)
 
 
-def _natural_status(conversation: LLMConversation) -> str:
+def _natural_status(conversation: LLMConversation) -> FinalStatus:
     return "requires_action" if conversation.messages.pending_tool_calls() else "completed"
 
 

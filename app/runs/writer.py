@@ -21,8 +21,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from app.domain import Message
-from app.runs.events import RunEvent, make_event, merged_rows
+from app.runs.events import FinalStatus, RunEvent
 from app.runs.live import LiveRun, RunManager
+from app.runs.log_codec import merged_rows
+from app.runs.payloads import EventData
 from app.runs.recovery import recover
 from app.settings import Settings
 from app.storage import (
@@ -49,15 +51,11 @@ def _said(exc: BaseException) -> str:
     return f"{exc} ({driver_said(cause)})" if cause is not None else str(exc)
 
 
-EventSpec = tuple[str, Any]
-"""An event's name and JSON payload, numbered when it is stored."""
-
-
 @dataclass(frozen=True)
 class Ending:
     """How a run ended, for its row."""
 
-    status: str
+    status: FinalStatus
     error_code: str | None = None
     usage: dict[str, Any] | None = None
 
@@ -66,13 +64,13 @@ class Ending:
 class Commit:
     """Messages of a run to store now, with the events built from the stored record.
 
-    ``events(record)`` names the events (numbered in order after the run's last event); with
+    ``events(record)`` gives the events' bodies (numbered by the run, after its last event); with
     ``ending`` the run's lease is released and its row finished in the same transaction.
     """
 
     run: LiveRun
     messages: Sequence[Message]
-    events: Callable[[ConversationRecord], list[EventSpec]]
+    events: Callable[[ConversationRecord], list[EventData]]
     ending: Ending | None = None
     future: asyncio.Future[list[RunEvent]] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
@@ -251,32 +249,13 @@ class EventWriter:
     async def _store(self, groups: list[_Group]) -> None:
         """One transaction storing the groups; commit futures are resolved once it committed."""
         commits = [commit for group in groups for commit in group.commits]
-        outcomes: list[list[RunEvent] | StorageError] = []
         async with self._repository() as repo:
             run_repo = RunRepository(repo.session)
             # Only the run holding its conversation writes to its log. A run whose lease was
             # taken while this process stood still (past the lease: another process ended the
             # run) has its events dropped and is stopped; its commits meet LeaseLost.
-            lost: list[LiveRun] = []
-            landed: dict[str, list[RunEvent]] = {}
-            if commits:
-                records = await repo.append_for_runs([_append(c) for c in commits])
-                endings: list[RunEnding] = []
-                for commit, record in zip(commits, records, strict=True):
-                    if isinstance(record, StorageError):
-                        outcomes.append(record)
-                        if isinstance(record, LeaseLost | ConversationNotFound):
-                            lost.append(commit.run)
-                        continue
-                    run, specs = commit.run, commit.events(record)
-                    numbered = [make_event(run.seq + i + 1, *spec) for i, spec in enumerate(specs)]
-                    outcomes.append(numbered)
-                    landed.setdefault(run.run_id, []).extend(numbered)
-                    if (ending := commit.ending) is not None:
-                        endings.append(
-                            RunEnding(run.run_id, ending.status, ending.error_code, ending.usage)
-                        )
-                await run_repo.finish_many(endings)
+            landing = await _land(repo, commits) if commits else _Landing()
+            lost = landing.lost
             committing = {commit.run.run_id for commit in commits}
             waiting = [g.run for g in groups if g.run.run_id not in committing]
             if waiting:
@@ -286,13 +265,13 @@ class EventWriter:
             for group in groups:
                 if group.run in lost:
                     continue
-                stored = [*group.events, *landed.get(group.run.run_id, ())]
+                stored = [*group.events, *landing.events.get(group.run.run_id, ())]
                 rows.extend(merged_rows(group.run.run_id, stored))
             await run_repo.add_events(rows)
             for payload in _notifications([g.run.run_id for g in groups]):
                 await run_repo.notify(payload)
         self.transactions += 1
-        for commit, outcome in zip(commits, outcomes, strict=True):
+        for commit, outcome in zip(commits, landing.outcomes, strict=True):
             if isinstance(outcome, StorageError):
                 commit.future.set_exception(outcome)
             else:
@@ -362,6 +341,38 @@ class _Group:
     run: LiveRun
     events: list[RunEvent] = field(default_factory=list)
     commits: list[Commit] = field(default_factory=list)
+
+
+@dataclass
+class _Landing:
+    """What a flush's commits did: each commit's events (or why it was refused), the events
+    by run, and the runs that no longer hold their conversations."""
+
+    outcomes: list[list[RunEvent] | StorageError] = field(default_factory=list)
+    events: dict[str, list[RunEvent]] = field(default_factory=dict)
+    lost: list[LiveRun] = field(default_factory=list)
+
+
+async def _land(repo: ConversationRepository, commits: list[Commit]) -> _Landing:
+    """Store the commits' messages and endings in ``repo``'s transaction; number their events
+    (each run numbers its own)."""
+    landing = _Landing()
+    records = await repo.append_for_runs([_append(c) for c in commits])
+    endings: list[RunEnding] = []
+    for commit, record in zip(commits, records, strict=True):
+        if isinstance(record, StorageError):
+            landing.outcomes.append(record)
+            if isinstance(record, LeaseLost | ConversationNotFound):
+                landing.lost.append(commit.run)
+            continue
+        run = commit.run
+        numbered = run.next_events(commit.events(record))
+        landing.outcomes.append(numbered)
+        landing.events.setdefault(run.run_id, []).extend(numbered)
+        if (ending := commit.ending) is not None:
+            endings.append(RunEnding(run.run_id, ending.status, ending.error_code, ending.usage))
+    await RunRepository(repo.session).finish_many(endings)
+    return landing
 
 
 def _append(commit: Commit) -> RunAppend:

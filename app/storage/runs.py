@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy import bindparam, delete, func, insert, select, text, update
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -32,6 +32,11 @@ _C = CONVERSATIONS.c
 NOTIFY_CHANNEL = "parley_runs"
 """The PostgreSQL channel that carries ``e:<run ids>`` (new events) and ``c:<run id>`` (cancel)."""
 
+FinalStatus = Literal["completed", "requires_action", "aborted", "failed", "interrupted"]
+"""How a run ended (DESIGN §4: ``done``'s ``status``)."""
+RunStatus = Literal["running", FinalStatus]
+"""A run's status: ``running`` until it ends (app/runs re-exports both)."""
+
 
 @dataclass(frozen=True)
 class RunRecord:
@@ -40,7 +45,7 @@ class RunRecord:
     id: str
     conversation_id: str
     owner: str
-    status: str
+    status: RunStatus
     on_disconnect: str
     cancel_requested: bool
     error_code: str | None
@@ -73,7 +78,7 @@ class RunEnding:
     """How a run ended, for its row."""
 
     run_id: str
-    status: str
+    status: FinalStatus
     error_code: str | None = None
     usage: Mapping[str, Any] | None = None
 
@@ -180,7 +185,7 @@ class RunRepository:
     async def finish(
         self,
         run_id: str,
-        status: str,
+        status: FinalStatus,
         *,
         error_code: str | None = None,
         usage: Mapping[str, Any] | None = None,

@@ -17,8 +17,8 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import IntegrityError
 
+from app.conversations.idempotency import IdempotencyService
 from app.main import create_app
-from app.runs.idempotency import IdempotencyService
 from app.settings import Settings
 from app.storage import Database
 from app.storage.idempotency import PENDING, IdempotencyRepository, KeyRecord, KeyRef

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from app.conversations.service import ConversationService
 from app.domain import AgentMessage, MessageList, TextMessage
 from app.runs.config import ConfigContext
-from app.runs.conversations import ConversationService
 from app.runs.events import RunEvent
 from app.runs.follow import Resume, RunReader
 from app.runs.live import LiveRun

@@ -21,8 +21,9 @@ from app.domain import (
     ToolUse,
     Usage,
 )
-from app.runs.events import RunEvent, chunk_event, merged_rows
+from app.runs.events import RunEvent, chunk_event
 from app.runs.follow import RunReader
+from app.runs.log_codec import merged_rows
 from app.runs.services import Services
 from app.storage import RunRepository
 from tests.domain.domain_support import ScriptedAdapter, Step
@@ -139,7 +140,7 @@ async def dead_run(
         await repo.acquire_lease(conv_id, run_id, 0.05)
         runs = RunRepository(repo.session)
         await runs.create(run_id, conv_id, OWNER, "cancel")
-        events = [chunk_event(i + 1, c) for i, c in enumerate(chunks)]
+        events = [chunk_event(i, c) for i, c in enumerate(chunks)]
         await runs.add_events(merged_rows(run_id, events))
 
 

@@ -12,10 +12,10 @@ from contextlib import AbstractAsyncContextManager
 
 import pytest
 
+from app.conversations.history import HistoryService
 from app.domain import TextMessage
-from app.runs.conversations import Delta
+from app.runs.delta import Delta
 from app.runs.follow import RunReader
-from app.runs.history import HistoryService
 from app.runs.recovery import recover
 from app.runs.services import Services
 from app.storage import ConversationNotFound, ConversationRepository, LeaseExpired, LeaseHeld

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from sqlalchemy import text, update
 
+from app.api.sse import frame
 from app.domain import (
     ContentBlockDelta,
     ContentBlockStart,
@@ -29,10 +30,11 @@ from app.domain import (
     collect_response,
 )
 from app.runs.config import ConfigContext
-from app.runs.conversations import Delta
+from app.runs.delta import Delta
 from app.runs.errors import BadEventId, EventsExpired, ShuttingDown
-from app.runs.events import RunEvent, chunk_event, merged_rows
+from app.runs.events import EventName, RunEvent, chunk_event
 from app.runs.follow import RunReader
+from app.runs.log_codec import merged_rows
 from app.runs.runner import RunService
 from app.runs.server_tools import builtin_tools
 from app.runs.services import Services
@@ -329,7 +331,7 @@ async def dead_run(services: Services, conv_id: str, run_id: str, *deltas: str) 
         runs = RunRepository(repo.session)
         await runs.create(run_id, conv_id, OWNER, "cancel")
         chunks = [ContentBlockStart(0), *(ContentBlockDelta(d) for d in deltas)]
-        events = [chunk_event(i + 1, c) for i, c in enumerate(chunks)]
+        events = [chunk_event(i, c) for i, c in enumerate(chunks)]
         await runs.add_events(merged_rows(run_id, events))
 
 
@@ -458,10 +460,9 @@ async def test_one_run_that_cannot_be_stored_costs_the_others_nothing(
     bad = await start_run(services, await new_conversation(services, "a"))
     good = await start_run(services, await new_conversation(services, "b"))
     await asyncio.sleep(0.3)
-    from app.runs.events import make_event
-
-    services.writer.add(bad, make_event(1, "content_block_delta", {}))  # seq 1 is stored
-    services.writer.add(good, make_event(good.seq + 50, "content_block_delta", {"delta": "x"}))
+    delta = EventName.CONTENT_BLOCK_DELTA
+    services.writer.add(bad, RunEvent(1, delta, "{}"))  # seq 1 is stored
+    services.writer.add(good, RunEvent(good.seq + 50, delta, '{"delta":"x"}'))
     await asyncio.sleep(0.3)
     async with services.reader(None) as reader:
         runs = RunRepository(reader.session)
@@ -540,7 +541,7 @@ async def test_lone_surrogates_from_a_model_are_replaced_not_fatal(
     services = await make_services(adapter)
     conv_id = await new_conversation(services, "hi", tools=["add_numbers"])
     events = await all_events(await start_run(services, conv_id))
-    assert [e.frame("r") for e in events]  # every frame encodes
+    assert [frame(e, "r") for e in events]  # every frame encodes
     assert deltas(events).startswith("a\ufffdb\ufffdc")
     assert body(events[-1])["status"] == "completed"
     stored = await conversations(services).messages(conv_id)
@@ -614,7 +615,7 @@ async def test_readers_of_other_processes_runs_are_told_when_this_one_shuts_down
     rest = await asyncio.wait_for(following, 3)
     assert rest[-1].name == "error" and rest[-1].seq == 0
     assert body(rest[-1])["code"] == "shutting_down"
-    assert b"id:" not in rest[-1].frame(run.run_id)
+    assert b"id:" not in frame(rest[-1], run.run_id)
 
 
 async def test_the_writer_ends_runs_whose_process_died_on_its_own(

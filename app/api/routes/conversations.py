@@ -16,7 +16,7 @@ from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.paths import public_path
 from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
-from app.runs.conversations import ConversationService
+from app.conversations.service import ConversationService
 from app.runs.services import Services
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])

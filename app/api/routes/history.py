@@ -31,9 +31,9 @@ from app.api.schemas.history import (
     OpenAIMessagesOut,
     RewindIn,
 )
+from app.conversations.history import HistoryService
+from app.conversations.service import ConversationView
 from app.domain import MessageList, format_version, to_anthropic_format, to_openai_format
-from app.runs.conversations import ConversationView
-from app.runs.history import HistoryService
 
 router = APIRouter(prefix="/conversations", tags=["history"])
 

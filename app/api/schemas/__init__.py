@@ -1,7 +1,9 @@
 """Request and response schemas of the HTTP API (pydantic); never domain or storage types.
 
-May import pydantic only. One module a topic: config patches, messages, conversations, runs, the
-stream's event bodies, history; re-exported here. The examples become the OpenAPI document's.
+May import pydantic, and the runs layer's event vocabulary (the stream's event bodies and the
+run statuses are declared once, in app/runs/payloads.py, and documented from there). One module
+a topic: config patches, messages, conversations, runs, the stream's event bodies, history;
+re-exported here. The examples become the OpenAPI document's.
 """
 
 from app.api.schemas.base import (

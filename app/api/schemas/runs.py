@@ -1,6 +1,6 @@
 """Runs as the API serves them: a run, its usage, its pages, a cancellation.
 
-May import pydantic and the schemas' base.
+May import pydantic, the schemas' base and the runs layer's vocabulary (statuses, usage).
 """
 
 from __future__ import annotations
@@ -11,6 +11,27 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from app.api.schemas.base import SERVED
+from app.runs.events import RunStatus
+from app.runs.payloads import (
+    CACHE_READ_TOKENS,
+    CACHE_WRITE_TOKENS,
+    INPUT_TOKENS,
+    OUTPUT_TOKENS,
+    REASONING_TOKENS,
+)
+
+__all__ = [
+    "CACHE_READ_TOKENS",
+    "CACHE_WRITE_TOKENS",
+    "INPUT_TOKENS",
+    "OUTPUT_TOKENS",
+    "REASONING_TOKENS",
+    "CancelOut",
+    "RunOut",
+    "RunPage",
+    "RunStatusOut",
+    "UsageOut",
+]
 
 
 class CancelOut(BaseModel):
@@ -22,16 +43,8 @@ class CancelOut(BaseModel):
     status: Literal["cancelling"] = "cancelling"
 
 
-RunStatusOut = Literal[
-    "running", "completed", "requires_action", "aborted", "failed", "interrupted"
-]
-
-
-INPUT_TOKENS = "Every token of the requests, cached ones included."
-OUTPUT_TOKENS = "Every token of the replies, reasoning included."
-REASONING_TOKENS = "The part of `output_tokens` spent reasoning."
-CACHE_READ_TOKENS = "The part of `input_tokens` read from the provider's prompt cache."
-CACHE_WRITE_TOKENS = "The part of `input_tokens` written to the provider's prompt cache."
+RunStatusOut = RunStatus
+"""A run's status: the runs layer's own type."""
 
 
 class UsageOut(BaseModel):

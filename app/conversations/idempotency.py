@@ -1,10 +1,11 @@
 """Idempotent retries: a request repeated with the same ``Idempotency-Key`` gets the first
 result — the same response, or for a stream the same run — never a second effect.
 
-May import storage and settings. Keys are scoped by owner and route (method and path) and kept
-``idempotency_ttl_seconds``. Two requests with one key at once: the first claims it, the other
-gets ``IdempotencyKeyInUse`` (409, retry after a second) until the first is done. A request that
-fails releases its key, so a retry runs it again.
+May import storage, settings and the runs layer (``Services``, errors). Keys are scoped by
+owner and route (method and path) and kept ``idempotency_ttl_seconds``. Two requests with one
+key at once: the first claims it, the other gets ``IdempotencyKeyInUse`` (409, retry after a
+second) until the first is done. A request that fails releases its key, so a retry runs it
+again.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """History use cases (issue 14): fork, rewind, provider-format import, pages, repaired context.
 
-May import the domain, storage and the runs layer. Inputs are plain values (no API schemas);
-each use case commits once.
+May import the domain, storage, the runs layer and the conversation use cases. Inputs are
+plain values (no API schemas); each use case commits once.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from app.conversations.service import ConversationView
 from app.domain import (
     AgentMessage,
     Message,
@@ -23,7 +24,6 @@ from app.domain import (
 )
 from app.domain.context import count_message_tokens
 from app.runs.config import merge_patch
-from app.runs.conversations import ConversationView
 from app.runs.errors import InvalidInput
 from app.runs.recovery import recovering
 from app.runs.services import Services

@@ -1,30 +1,31 @@
 """The conversation use cases behind the non-streaming routes; each commits once.
 
-May import the domain, storage and the runs layer. Inputs are plain values (no API schemas);
-outputs are ``ConversationView``s and domain objects.
+May import the domain, storage and the runs layer (the process's ``Services``, ``Delta``, the
+config rules, recovery). Inputs are plain values (no API schemas); outputs are
+``ConversationView``s and domain objects.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.domain import (
     AgentMessage,
-    Message,
     MessageList,
     MessageListDeserializationError,
     ReasoningMessage,
     TextMessage,
     ToolCallMessage,
-    ToolResult,
+    interrupt_passed_calls,
 )
 from app.runs.config import merge_patch
+from app.runs.delta import Delta, config_update
 from app.runs.errors import InvalidInput, NoActiveRun
 from app.runs.recovery import recover, recovering
 from app.runs.services import Services
-from app.storage import ConversationRecord, ConversationRepository, RunRepository, ToolOutcome
+from app.storage import ConversationRecord, ConversationRepository, RunRepository
 
 _TEXTS = (TextMessage, AgentMessage, ReasoningMessage)  # the messages whose text has a limit
 
@@ -44,19 +45,6 @@ class ConversationView:
     @property
     def run_id(self) -> str | None:
         return self.record.lease_run_id if self.record.is_running() else None
-
-
-@dataclass(frozen=True)
-class Delta:
-    """A delta bundle in domain terms: new messages, tool outcomes, a config merge patch."""
-
-    messages: Sequence[Message] = ()
-    tool_results: Sequence[ToolResult] = ()
-    config_patch: Mapping[str, Any] | None = None
-
-    def outcomes(self) -> list[ToolOutcome]:
-        """The tool results as storage takes them."""
-        return [ToolOutcome(r.tool_call_id, r.result, r.error) for r in self.tool_results]
 
 
 class ConversationService:
@@ -108,7 +96,9 @@ class ConversationService:
                     ("body", "messages", "messages", i, "result"),
                     f"messages[{i}].result: must be null when the call has an error",
                 )
-        return messages
+        # A pending call the conversation has moved past waits for a result nobody will post:
+        # interrupted, as a provider import makes it, or the conversation could never run.
+        return MessageList(interrupt_passed_calls(list(messages)))
 
     async def get(self, conversation_id: str) -> ConversationView:
         async with self.services.reader(self.owner) as repo:
@@ -192,7 +182,7 @@ async def apply_delta(
     expected_version: int | None,
 ) -> ConversationRecord:
     """Apply ``delta`` to the conversation of ``record`` in the repository's transaction."""
-    update = config_update(services, delta.config_patch)
+    update = config_update(services.configs, delta.config_patch)
     config = update(record.config) if update is not None else None
     return await repo.apply_delta(
         record.id,
@@ -201,18 +191,3 @@ async def apply_delta(
         config=config,
         expected_version=expected_version,
     )
-
-
-def config_update(
-    services: Services, patch: Mapping[str, Any] | None
-) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
-    """What turns a stored config into the patched one (checked), or None for no patch."""
-    if not patch:
-        return None
-
-    def update(stored: Mapping[str, Any]) -> dict[str, Any]:
-        config = merge_patch(stored, patch)
-        services.configs.check(config)
-        return config
-
-    return update
