@@ -30,10 +30,11 @@ lock: $(STAMP)
 migrate: $(STAMP)
 	$(BIN)/alembic upgrade head
 
-# h11 with a bounded request head: 64 KiB, complete within 10 s (docs/deploy.md, "Request heads").
+# httptools with a bounded request head: 64 KiB, complete within 10 s (docs/deploy.md,
+# "Request heads").
 run: migrate
 	$(BIN)/uvicorn --factory app.main:create_app --host $(HOST) --port $(PORT) \
-		--http app.server:HeadTimeoutH11Protocol --h11-max-incomplete-event-size 65536 \
+		--http app.server:BoundedHttpToolsProtocol \
 		--proxy-headers --timeout-graceful-shutdown 30
 
 lint: $(STAMP)

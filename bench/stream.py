@@ -71,12 +71,7 @@ PROFILING = bool(os.environ.get("PARLEY_BENCH_PROFILE"))
 """PARLEY_BENCH_PROFILE=DIR runs each Parley under py-spy, writing DIR/parley-<db>.txt."""
 
 
-SHIPPED_HTTP = (
-    "--http",
-    "app.server:HeadTimeoutH11Protocol",
-    "--h11-max-incomplete-event-size",
-    "65536",
-)
+SHIPPED_HTTP = ("--http", "app.server:BoundedHttpToolsProtocol")
 """The HTTP protocol options Parley ships with (docs/deploy.md, "Request heads")."""
 
 

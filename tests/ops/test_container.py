@@ -62,13 +62,13 @@ def test_the_image_runs_as_a_user_with_a_health_check() -> None:
     assert (REPO_ROOT / "app" / "healthcheck.py").is_file()
 
 
-def test_uvicorn_uses_uvloop_bounded_h11_proxy_headers_and_outlasts_the_drain() -> None:
+def test_uvicorn_uses_uvloop_bounded_heads_proxy_headers_and_outlasts_the_drain() -> None:
     [command] = [json.loads(args) for keyword, args in final_stage() if keyword == "CMD"]
     assert command[:3] == ["uvicorn", "--factory", "app.main:create_app"]
     options = dict(itertools.pairwise(command))
     assert options["--loop"] == "uvloop"
-    # h11 with a bounded request head: tests/ops/test_request_heads.py
-    assert options["--http"] == "app.server:HeadTimeoutH11Protocol"
+    # httptools with a bounded request head: tests/ops/test_request_heads.py
+    assert options["--http"] == "app.server:BoundedHttpToolsProtocol"
     assert "--proxy-headers" in command
     assert int(options["--timeout-graceful-shutdown"]) > RUN_DRAIN_SECONDS
     assert (REPO_ROOT / options["--log-config"]).is_file()  # COPY app ./app: the same path

@@ -19,11 +19,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.server import HEAD_TIMEOUT_SECONDS
+from app.server import HEAD_LIMIT_BYTES, HEAD_TIMEOUT_SECONDS
 from tests.ops.test_container import REPO_ROOT, compose, final_stage
 from tests.processes import free_port
 
-BOUNDS = ("--http", "--h11-max-incomplete-event-size")
+BOUNDS = ("--http",)
 
 
 def shipped_command() -> list[str]:
@@ -57,7 +57,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
     options = dict(itertools.pairwise(command))
     command[command.index("--host") + 1] = "127.0.0.1"
     command[command.index("--port") + 1] = str(port)
-    assert command[0] == "uvicorn" and options["--http"] != "httptools"
+    assert command[0] == "uvicorn" and options["--http"] == "app.server:BoundedHttpToolsProtocol"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLEY_", "OPENAI_"))}
     env |= {"PARLEY_DATABASE_URL": f"sqlite+aiosqlite:///{tmp / 'p.db'}"}
     env |= {"PARLEY_MIGRATE_ON_START": "true", "PARLEY_LOG_FORMAT": "json"}
@@ -101,8 +101,8 @@ def test_the_makefile_and_compose_serve_with_the_images_bounds() -> None:
     shipped = dict(itertools.pairwise(shipped_command()))
     run = make_run_options()
     assert {flag: run.get(flag) for flag in BOUNDS} == {flag: shipped[flag] for flag in BOUNDS}
-    assert shipped["--http"] == "app.server:HeadTimeoutH11Protocol"
-    assert int(shipped["--h11-max-incomplete-event-size"]) <= 64 * 1024
+    assert shipped["--http"] == "app.server:BoundedHttpToolsProtocol"
+    assert HEAD_LIMIT_BYTES <= 64 * 1024
     assert "command" not in compose()["services"]["parley"]  # compose runs the image's CMD
     deploy = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     assert f"complete {HEAD_TIMEOUT_SECONDS:.0f} s after the connection opened" in deploy
