@@ -7,9 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
-import pytest
 
-from app.api.schemas import ConfigPatch
 from app.settings import Settings
 from tests.api.conftest import app_client
 from tests.api.sse import Event, parse
@@ -29,11 +27,6 @@ async def _stream(client: httpx.AsyncClient, conv_id: str, body: dict[str, Any])
     return parse(response.text)
 
 
-# Depends on `reasoning` in the API's ConfigPatch (added on another branch of issue 26): until
-# it is there, creating the conversation below is a 422, so the test waits for it.
-@pytest.mark.skipif(
-    "reasoning" not in ConfigPatch.model_fields, reason="ConfigPatch has no `reasoning` yet"
-)
 async def test_a_client_tool_loop_with_thinking_runs_on_the_rule_enforcing_fake(
     database_url: str,
 ) -> None:
