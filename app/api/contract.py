@@ -300,9 +300,18 @@ def _document_limits(
                 if branch.get("type") == "string":
                     branch["maxLength"] = max_text_chars
     if max_bundle_messages is not None:
-        messages = schemas.get("DeltaBundle", {}).get("properties", {}).get("messages")
-        if messages is not None:
-            messages["maxItems"] = max_bundle_messages
+        _document_bundle_limit(schemas, max_bundle_messages)
+
+
+def _document_bundle_limit(schemas: dict[str, Any], max_bundle_messages: int) -> None:
+    """A delta's messages, and a new conversation's when given as a delta's (not the document)."""
+    messages = schemas.get("DeltaBundle", {}).get("properties", {}).get("messages")
+    if messages is not None:
+        messages["maxItems"] = max_bundle_messages
+    first = schemas.get("ConversationCreate", {}).get("properties", {}).get("messages", {})
+    for branch in first.get("anyOf", []):
+        if branch.get("type") == "array":
+            branch["maxItems"] = max_bundle_messages
 
 
 def document_contract(

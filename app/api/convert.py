@@ -5,6 +5,7 @@ May import the domain, schemas, settings and the runs layer's value types.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from app.api.schemas import (
@@ -56,14 +57,24 @@ def check_text(text: str, loc: tuple[str | int, ...], settings: Settings) -> str
     return text
 
 
+def _check_count(items: Sequence[object], settings: Settings) -> None:
+    if len(items) > settings.max_bundle_messages:
+        raise InvalidInput(
+            ("body", "messages"),
+            f"{len(items)} messages; at most {settings.max_bundle_messages} per bundle",
+        )
+
+
+def initial_messages(items: Sequence[TextMessageIn], settings: Settings) -> list[Message]:
+    """A new conversation's first messages, given as a delta's: the same limits and conversion."""
+    _check_count(items, settings)
+    return [_message(item, i, settings) for i, item in enumerate(items)]
+
+
 def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
     """The domain delta of a bundle; a bad item is named by its index and field."""
     check_unicode(bundle.model_dump(exclude_unset=True), ("body",))
-    if len(bundle.messages) > settings.max_bundle_messages:
-        raise InvalidInput(
-            ("body", "messages"),
-            f"{len(bundle.messages)} messages; at most {settings.max_bundle_messages} per bundle",
-        )
+    _check_count(bundle.messages, settings)
     messages: list[Message] = []
     results: list[ToolResult] = []
     seen: set[str] = set()

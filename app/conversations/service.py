@@ -7,12 +7,13 @@ config rules, recovery). Inputs are plain values (no API schemas); outputs are
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.domain import (
     AgentMessage,
+    Message,
     MessageList,
     MessageListDeserializationError,
     ReasoningMessage,
@@ -59,20 +60,22 @@ class ConversationService:
         system_prompt: str | None,
         config_patch: Mapping[str, Any],
         metadata: Mapping[str, Any],
-        document: Mapping[str, Any] | None,
+        *,
+        document: Mapping[str, Any] | None = None,
+        messages: Sequence[Message] = (),
     ) -> ConversationView:
-        messages = self._imported(document)
+        """A new conversation holding ``system_prompt`` first, then either the serialized
+        ``document`` (checked here) or ``messages`` (checked by the caller, as a delta's are)."""
+        loaded = self._imported(document) if document is not None else MessageList(list(messages))
         if system_prompt is not None and system_prompt.strip():
-            messages.insert(0, AgentMessage(system_prompt.strip()))
+            loaded.insert(0, AgentMessage(system_prompt.strip()))
         config = merge_patch({}, config_patch)
         self.services.configs.check(config)
         async with self.services.repository(self.owner) as repo:
-            record = await repo.create(messages, config, dict(metadata))
+            record = await repo.create(loaded, config, dict(metadata))
         return ConversationView(record)
 
-    def _imported(self, document: Mapping[str, Any] | None) -> MessageList:
-        if document is None:
-            return MessageList()
+    def _imported(self, document: Mapping[str, Any]) -> MessageList:
         try:
             messages = MessageList.from_dict(document)
         except MessageListDeserializationError as exc:

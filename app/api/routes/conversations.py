@@ -31,9 +31,12 @@ async def create_conversation(
     caller: CallerDep,
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
-    """Create a conversation, optionally with a system prompt, a config, metadata, and
-    messages to load in the serialized format (what `GET …/messages` returns). With
-    `Idempotency-Key`, a retry gets the conversation the first request created."""
+    """Create a conversation, optionally with a system prompt, a config, metadata, and first
+    messages: a list of messages as `POST …/deltas` takes them (`system`, `user`, `assistant`
+    text; a `tool` result is a 422, as a new conversation has no pending call), or an object,
+    the serialized document that `GET …/messages` returns (told apart by JSON type). The
+    system prompt goes first. With `Idempotency-Key`, a retry gets the conversation the first
+    request created."""
     conversations, services = caller.conversations(), caller.services
     return await idempotent(
         request,
@@ -52,9 +55,17 @@ async def _create(
     convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
     if body.system_prompt is not None:
         convert.check_text(body.system_prompt, ("body", "system_prompt"), services.settings)
-    document = body.messages.model_dump(mode="json") if body.messages else None
+    document, messages = None, []
+    if isinstance(body.messages, list):
+        messages = convert.initial_messages(body.messages, services.settings)
+    elif body.messages is not None:
+        document = body.messages.model_dump(mode="json")
     view = await conversations.create(
-        body.system_prompt, convert.config_patch(body.config), body.metadata, document
+        body.system_prompt,
+        convert.config_patch(body.config),
+        body.metadata,
+        document=document,
+        messages=messages,
     )
     out = convert.conversation_out(view)
     location = public_path(request.scope, f"/conversations/{out.id}")

@@ -49,6 +49,7 @@ from app.api.schemas.history import (
 from app.api.schemas.messages import (
     AssistantMessageIn,
     DeltaBundle,
+    InitialMessageIn,
     MessageIn,
     MessageListDocument,
     SystemMessageIn,
@@ -96,6 +97,7 @@ __all__ = [
     "ErrorEventData",
     "ForkIn",
     "ImportIn",
+    "InitialMessageIn",
     "MessageData",
     "MessageIn",
     "MessageListDocument",

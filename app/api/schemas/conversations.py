@@ -6,23 +6,79 @@ May import pydantic and the other schema modules.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    TypeAdapter,
+    ValidationError,
+    ValidatorFunctionWrapHandler,
+    WrapValidator,
+)
+from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from app.api.schemas.base import SERVED
 from app.api.schemas.config import ConfigPatch
-from app.api.schemas.messages import MessageListDocument
+from app.api.schemas.messages import InitialMessageIn, MessageListDocument
+
+_ITEMS: TypeAdapter[list[InitialMessageIn]] = TypeAdapter(list[InitialMessageIn])
+_DOCUMENT = TypeAdapter(MessageListDocument)
+
+
+def _by_json_type(value: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+    """An array is a delta's messages, an object the serialized document: each validated as
+    itself, so that an error is located as ``messages.<i>.<field>`` (no union branch names)."""
+    if value is None:
+        return handler(value)
+    if isinstance(value, list):
+        _no_tool_results(value)
+        return _ITEMS.validate_python(value)
+    if isinstance(value, dict | MessageListDocument):
+        return _DOCUMENT.validate_python(value)
+    raise PydanticCustomError(
+        "messages_type",
+        "messages is a list of messages (as deltas take them) or the serialized document "
+        "(an object with version and messages)",
+    )
+
+
+def _no_tool_results(items: list[Any]) -> None:
+    errors = [
+        InitErrorDetails(
+            type=PydanticCustomError(
+                "tool_result_at_create",
+                "a tool result answers a pending tool call, and a new conversation has none: "
+                "post it to …/deltas",
+            ),
+            loc=(i, "role"),
+            input="tool",
+        )
+        for i, item in enumerate(items)
+        if isinstance(item, dict) and item.get("role") == "tool"
+    ]
+    if errors:
+        raise ValidationError.from_exception_data("messages", errors)
+
+
+InitialMessages = Annotated[
+    list[InitialMessageIn] | MessageListDocument | None, WrapValidator(_by_json_type)
+]
+"""A new conversation's messages, told apart by JSON type: an array of delta messages, or
+an object, the serialized document (as ``GET …/messages`` gives it)."""
 
 
 class ConversationCreate(BaseModel):
-    """A new conversation: optional system prompt, config, metadata and imported messages."""
+    """A new conversation: optional system prompt, config, metadata and first messages."""
 
     model_config = ConfigDict(
         extra="forbid",
         json_schema_extra={
             "examples": [
-                {"system_prompt": "You are a helpful assistant.", "metadata": {"topic": "demo"}}
+                {"system_prompt": "You are a helpful assistant.", "metadata": {"topic": "demo"}},
+                {"messages": [{"role": "user", "text": "Why is the sky blue?"}]},
             ]
         },
     )
@@ -30,8 +86,11 @@ class ConversationCreate(BaseModel):
     system_prompt: str | None = None
     config: ConfigPatch | None = None
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
-    messages: MessageListDocument | None = Field(
-        None, description="Messages to load, in the serialized format."
+    messages: InitialMessages = Field(
+        None,
+        description="The first messages, after `system_prompt`: either a list of messages as "
+        "`POST …/deltas` takes them (`system`, `user`, `assistant`; no `tool` results), or "
+        "an object, the serialized document as `GET …/messages` gives it (with `version`).",
     )
 
 

@@ -88,6 +88,12 @@ MessageIn = Annotated[
 ]
 """One message of a delta bundle, by `role`; `tool` completes a pending client tool call."""
 
+InitialMessageIn = Annotated[
+    SystemMessageIn | UserMessageIn | AssistantMessageIn, Field(discriminator="role")
+]
+"""One message a conversation is created with: a delta's text messages (a `tool` result
+answers a pending call, and a new conversation has none)."""
+
 
 class DeltaBundle(BaseModel):
     """New messages and a config patch, applied all or nothing."""
