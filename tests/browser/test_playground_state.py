@@ -168,15 +168,17 @@ async def test_keyboard_only_and_text_that_is_long_or_right_to_left(
     await expect(message).to_be_focused()
     await page.keyboard.type("x" * 3000)
     await page.keyboard.press("Enter")
+    await expect(log.locator(".msg.assistant").last).to_contain_text("x" * 3000)
     await expect(page.get_by_role("status")).to_have_text("Done: completed")
     await message.fill("שלום עולם! (hello)")
     await page.keyboard.press("Enter")
     await expect(log.locator(".msg.assistant").last).to_contain_text("שלום")
+    await expect(page.get_by_role("status")).to_have_text("Done: completed")
     bubbles = log.locator(".msg")
     widths = await bubbles.evaluate_all("els => els.map(e => e.scrollWidth - e.clientWidth)")
     assert max(widths) <= 1, "a long word runs out of its bubble"
-    direction = await bubbles.last.evaluate("e => getComputedStyle(e).direction")
-    assert direction == "rtl"
+    # the log re-renders when a run ends: a retrying assertion, not a handle that may detach
+    await expect(bubbles.last).to_have_css("direction", "rtl")
     assert errors == []
     await expect(page.get_by_role("status")).not_to_have_text(re.compile("Error"))
     await context.close()
