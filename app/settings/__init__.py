@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sys
 from typing import Any, Literal, NoReturn, Self
-from urllib.parse import urlsplit
 
 from pydantic import (
     AliasChoices,
@@ -21,6 +20,8 @@ from pydantic import (
     model_validator,
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.settings.checks import is_host_pattern, is_origin, names_a_host
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
@@ -42,7 +43,11 @@ def _sdk_env(name: str) -> AliasChoices:
 
 
 class Settings(BaseSettings):
-    """Everything an operator can set; each field is documented in the README."""
+    """Everything an operator can set; each field is documented in docs/settings.md.
+
+    A topic's settings may live in their own module of this package, as a ``BaseSettings``
+    mixin without a ``model_config`` of its own, listed among this class's bases.
+    """
 
     # allow_inf_nan: `inf` is a float pydantic accepts, but no timeout or delay can be infinite.
     model_config = SettingsConfigDict(env_prefix="PARLEY_", extra="ignore", allow_inf_nan=False)
@@ -289,7 +294,7 @@ class Settings(BaseSettings):
         url = value.strip()
         if not url.lower().startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
-        if not _names_a_host(url):
+        if not names_a_host(url):
             raise ValueError(
                 "must name a host, and a port from 0 to 65535 if any, without spaces: "
                 "http://host[:port][/path]"
@@ -302,7 +307,7 @@ class Settings(BaseSettings):
         for origin in (o.strip() for o in value.split(",")):
             if origin == "*":
                 raise ValueError("'*' is not supported: list the origins that may call Parley")
-            if origin and not _is_origin(origin.rstrip("/")):
+            if origin and not is_origin(origin.rstrip("/")):
                 raise ValueError(
                     f"{origin!r} is not an origin: scheme, host and port only, "
                     "such as https://app.example.com"
@@ -313,7 +318,7 @@ class Settings(BaseSettings):
     @classmethod
     def _hosts(cls, value: str) -> str:
         for host in (h.strip() for h in value.split(",")):
-            if host and not _is_host_pattern(host):
+            if host and not is_host_pattern(host):
                 raise ValueError(
                     f"{host!r} is not a host name: a name or address without scheme or port, "
                     "such as parley.example.com, 10.0.0.5, *.example.com or *"
@@ -330,45 +335,6 @@ class Settings(BaseSettings):
     def cors_origin_list(self) -> list[str]:
         """The allowed origins of ``cors_origins``, without blanks or trailing slashes."""
         return [o.strip().rstrip("/") for o in self.cors_origins.split(",") if o.strip()]
-
-
-def _names_a_host(url: str) -> bool:
-    """Whether ``url`` has a host the SDKs' HTTP client can connect to (``http://`` alone, a
-    space, ``[::1`` or port 99999 fail only at the first request, or at start with a traceback)."""
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
-    except ValueError:
-        return False
-    return bool(parts.hostname) and url.isprintable() and " " not in url
-
-
-def _is_host_pattern(text: str) -> bool:
-    """Whether ``text`` is ``*``, a host name or address, or ``*.`` and a domain."""
-    if text == "*":
-        return True
-    name = text.removeprefix("*.")
-    if name.startswith("[") and name.endswith("]"):
-        name = name[1:-1]
-    if not name or not name.isprintable() or any(c in name for c in " /*@?#"):
-        return False
-    return name.count(":") != 1  # one colon is a port; IPv6 has more
-
-
-def _is_origin(text: str) -> bool:
-    """Whether ``text`` is a web origin as browsers send it: ``scheme://host[:port]``."""
-    try:
-        parts = urlsplit(text)
-        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
-    except ValueError:
-        return False
-    return bool(
-        parts.scheme
-        and parts.hostname
-        and "@" not in parts.netloc
-        and not (parts.path or parts.query or parts.fragment)
-        and text.startswith(f"{parts.scheme}://")
-    )
 
 
 def env_names(name: str) -> list[str]:
