@@ -64,11 +64,21 @@ async def _open_stream(
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
     writer.write(
         f"POST /conversations/{conv_id}/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        + body
     )
     await writer.drain()
     assert (await reader.readline()).startswith(b"HTTP/1.1 200")
     return conv_id, reader, writer
+
+
+@asynccontextmanager
+async def shipped_client(database_url: str) -> AsyncIterator[tuple[int, httpx.AsyncClient]]:
+    async with (
+        shipped_server(database_url) as port,
+        httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http,
+    ):
+        yield port, http
 
 
 def _run_of(http: httpx.AsyncClient, conv_id: str) -> Callable[[], Any]:
@@ -82,34 +92,32 @@ def _run_of(http: httpx.AsyncClient, conv_id: str) -> Callable[[], Any]:
 async def test_a_client_that_reads_nothing_is_cut_when_its_window_stands_still(
     database_url: str,
 ) -> None:
-    async with shipped_server(database_url) as port:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
-            conv_id, _reader, writer = await _open_stream(http, port)
-            try:
-                # Nothing is read from here on. Unwatched, the run would end `completed` (its
-                # frames fit in the kernel's buffers as the model writes them).
-                run = await wait_for(_run_of(http, conv_id), within=60.0)
-                assert run is not None and run["status"] == "aborted"
-                state = (await http.get(f"/conversations/{conv_id}")).json()
-                assert state["status"] == "idle" and state["message_count"] == 2
-                stored = (await http.get(f"/conversations/{conv_id}/messages")).json()
-                reply = stored["messages"][-1]
-                assert reply["incomplete"] is True and len(reply["text"]) < len(TEXT)
-            finally:
-                writer.close()
+    async with shipped_client(database_url) as (port, http):
+        conv_id, _reader, writer = await _open_stream(http, port)
+        try:
+            # Nothing is read from here on. Unwatched, the run would end `completed` (its
+            # frames fit in the kernel's buffers as the model writes them).
+            run = await wait_for(_run_of(http, conv_id), within=60.0)
+            assert run is not None and run["status"] == "aborted"
+            state = (await http.get(f"/conversations/{conv_id}")).json()
+            assert state["status"] == "idle" and state["message_count"] == 2
+            stored = (await http.get(f"/conversations/{conv_id}/messages")).json()
+            reply = stored["messages"][-1]
+            assert reply["incomplete"] is True and len(reply["text"]) < len(TEXT)
+        finally:
+            writer.close()
 
 
 async def test_a_client_that_reads_slowly_is_not_cut(database_url: str) -> None:
-    async with shipped_server(database_url) as port:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
-            conv_id, reader, writer = await _open_stream(http, port)
-            try:
-                # 64 KiB every half second: slower than the model writes, so the window closes
-                # again and again, but it moves within the 2 s of patience.
-                for _ in range(12):
-                    await reader.read(1 << 16)
-                    await asyncio.sleep(0.5)
-                runs = (await http.get(f"/conversations/{conv_id}/runs")).json()["items"]
-                assert runs[0]["status"] == "running"
-            finally:
-                writer.close()
+    async with shipped_client(database_url) as (port, http):
+        conv_id, reader, writer = await _open_stream(http, port)
+        try:
+            # 64 KiB every half second: slower than the model writes, so the window closes
+            # again and again, but it moves within the 2 s of patience.
+            for _ in range(12):
+                await reader.read(1 << 16)
+                await asyncio.sleep(0.5)
+            runs = (await http.get(f"/conversations/{conv_id}/runs")).json()["items"]
+            assert runs[0]["status"] == "running"
+        finally:
+            writer.close()

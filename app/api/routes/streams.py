@@ -29,6 +29,7 @@ from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
 from app.api.sse import frames as sse_frames
 from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
+from app.runs.follow import follow_live
 from app.runs.live import LiveRun
 from app.runs.services import Services
 
@@ -105,7 +106,8 @@ def _started(services: Services, run: LiveRun) -> EventSourceResponse:
     """The stream of a run this request started: from its first event; closing it early
     detaches the run's starter (which cancels it unless ``on_disconnect=continue``) — and so
     does a response whose body was never read."""
-    return _sse(services, run.run_id, run.follow(0), lambda: services.manager.detached(run))
+    events = follow_live(services, run, 0)
+    return _sse(services, run.run_id, events, lambda: services.manager.detached(run))
 
 
 @router.get(
