@@ -1,0 +1,55 @@
+"""Prompt caching end to end, on both databases: a 60-turn conversation with a small context
+budget, through Parley's HTTP API and the real anthropic SDK, on the prefix-cache fake. Most of
+its input is read from the cache (stepped truncation keeps the prefix), and the cache reads and
+writes the fake reported are what the streams' ``message_stop`` carried and the runs stored."""
+
+from __future__ import annotations
+
+from app.settings import Settings
+from tests.api.conftest import app_client
+
+from .anthropic_cache import CachingModel
+from .cache_run import converse
+from .fake_server import FakeServer
+
+TURNS = 60
+SKIP = 3  # the first requests write the cache; the share is measured after them
+
+
+async def test_a_long_conversation_reads_most_of_its_input_from_the_cache(
+    database_url: str,
+) -> None:
+    model = CachingModel()
+    async with FakeServer() as upstream:
+        model.serve(upstream)
+        settings = Settings(
+            database_url=database_url,
+            sse_ping_seconds=0,
+            anthropic_api_key="sk-ant-test",
+            anthropic_base_url=upstream.url,
+            context_trim_to=0.6,
+        )
+        async with app_client(settings) as client:
+            seen = await converse(client, TURNS, context_max_tokens=3000)
+
+    assert all(r.path == "/v1/messages" for r in upstream.received)
+    assert len(upstream.received) == len(model.cache.usage) > TURNS  # none refused, lookups too
+    assert model.calls >= TURNS // 7
+    share = model.cache.cached_share(skip=SKIP)
+    print(f"cached share of input tokens after {SKIP} requests: {share:.1%}")
+    assert share >= 0.6, share
+
+    # the stream's message_stop usage is the fake's, call by call
+    assert [(u["cache_read_tokens"], u["cache_write_tokens"]) for u in seen.streamed] == [
+        (u.read, u.written) for u in model.cache.usage
+    ]
+    assert [u["input_tokens"] for u in seen.streamed] == [u.total for u in model.cache.usage]
+    assert seen.streamed_after(SKIP).share == share
+
+    # the runs stored the same, summed
+    stored, streamed = seen.stored_total(), seen.streamed_after(0)
+    assert (stored.input, stored.read, stored.written) == (
+        streamed.input,
+        streamed.read,
+        streamed.written,
+    )
