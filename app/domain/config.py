@@ -139,7 +139,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "temperature": _number(0, 2, integer=False),
     "max_output_tokens": _number(1, None, integer=True),
     "context_max_tokens": _number(1, None, integer=True),
-    "context_trim_to": _number(0.1, 0.95, integer=False),
+    "context_trim_to": _number(0.1, 1, integer=False),
     "cache_key": _optional_text,
     "max_tool_rounds": _number(0, 1000, integer=True),
     "tool_timeout": _number(0.001, 3600, integer=False),

@@ -74,14 +74,22 @@ async def _stream(client: httpx.AsyncClient, conv_id: str, body: dict[str, Any])
     return parse(response.text)
 
 
-async def converse(client: httpx.AsyncClient, turns: int, context_max_tokens: int) -> Conversation:
-    """``turns`` user turns on a new ``anthropic`` conversation with a client tool; each
-    lookup the model asks for is answered. Returns the usage streamed and stored."""
-    config = {
+async def converse(
+    client: httpx.AsyncClient,
+    turns: int,
+    context_max_tokens: int,
+    reasoning: dict[str, Any] | None = None,
+) -> Conversation:
+    """``turns`` user turns on a new ``anthropic`` conversation with a client tool (and
+    ``reasoning``, if given); each lookup the model asks for is answered. Returns the usage
+    streamed and stored."""
+    config: dict[str, Any] = {
         "provider": "anthropic",
         "context_max_tokens": context_max_tokens,
         "client_tools": [LOOKUP],
     }
+    if reasoning is not None:
+        config["reasoning"] = reasoning
     messages = [{"role": "system", "text": SYSTEM}]
     created = await client.post("/conversations", json={"config": config, "messages": messages})
     assert created.status_code == 201, created.text

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import typing
+from pathlib import Path
 from typing import Any
 
 import anthropic.types as at
@@ -32,6 +33,9 @@ from app.providers.anthropic_messages import AnthropicAdapter, AnthropicConfig
 from app.providers.anthropic_request import EPHEMERAL, messages_request
 from app.providers.openai_chat import OpenAIAdapter, prompt_cache_key
 from app.providers.openai_responses import OpenAIResponsesAdapter
+from app.providers.registry import build_adapters
+from app.runs.services import Services
+from app.settings import Settings
 
 from . import wire
 from .anthropic_cache import CachingModel, PrefixCache
@@ -198,3 +202,25 @@ async def test_a_long_conversation_reads_most_of_its_input_from_the_cache(
         assert share < 0.5, share
     else:
         assert share >= 0.6, share
+
+
+def test_the_settings_reach_the_adapters_and_the_runs(tmp_path: Path) -> None:
+    keys = {"openai_api_key": "o", "anthropic_api_key": "a"}
+    on = [a for a in build_adapters(Settings(**keys)) if a.name != "offline"]
+    off = [a for a in build_adapters(Settings(**keys, prompt_caching=False)) if a.name != "offline"]
+    assert len(on) == len(off) == 2
+    history = tool_loop_history(Registry())
+    options = RequestOptions(cache_key="conv-1")
+    for adapter in on:
+        body = adapter._request(history, TOOLS, options)  # type: ignore[attr-defined]
+        assert marked(body) if adapter.name == "anthropic" else body["prompt_cache_key"]
+    for adapter in off:
+        body = adapter._request(history, TOOLS, options)  # type: ignore[attr-defined]
+        assert marked(body) == [] and "prompt_cache_key" not in body
+    url = f"sqlite+aiosqlite:///{tmp_path / 'unused.db'}"  # never connected to
+    services = Services.from_settings(Settings(database_url=url, context_trim_to=0.5))
+    stepped = services.configs.build({}, "c1")
+    assert (stepped.context_trim_to, stepped.cache_key) == (0.5, "c1")
+    services = Services.from_settings(Settings(database_url=url, context_trim_to=1))
+    sliding = services.configs.build({})
+    assert (sliding.context_trim_to, sliding.cache_key) == (None, None)

@@ -5,6 +5,10 @@ writes the fake reported are what the streams' ``message_stop`` carried and the 
 
 from __future__ import annotations
 
+from typing import Any
+
+import pytest
+
 from app.settings import Settings
 from tests.api.conftest import app_client
 
@@ -16,9 +20,12 @@ TURNS = 60
 SKIP = 3  # the first requests write the cache; the share is measured after them
 
 
+@pytest.mark.parametrize("reasoning", [None, {"effort": "high"}], ids=["plain", "thinking"])
 async def test_a_long_conversation_reads_most_of_its_input_from_the_cache(
-    database_url: str,
+    database_url: str, reasoning: dict[str, Any] | None
 ) -> None:
+    """With thinking on, the replies' signed thinking goes back in the history (never marked:
+    the fake refuses ``cache_control`` on it, and thinking changed by a byte)."""
     model = CachingModel()
     async with FakeServer() as upstream:
         model.serve(upstream)
@@ -27,14 +34,17 @@ async def test_a_long_conversation_reads_most_of_its_input_from_the_cache(
             sse_ping_seconds=0,
             anthropic_api_key="sk-ant-test",
             anthropic_base_url=upstream.url,
-            context_trim_to=0.6,
         )
         async with app_client(settings) as client:
-            seen = await converse(client, TURNS, context_max_tokens=3000)
+            seen = await converse(client, TURNS, 3000, reasoning)
 
     assert all(r.path == "/v1/messages" for r in upstream.received)
     assert len(upstream.received) == len(model.cache.usage) > TURNS  # none refused, lookups too
     assert model.calls >= TURNS // 7
+    thinking = [r.body.get("thinking") for r in upstream.received]
+    assert thinking == [{"type": "adaptive"} if reasoning else None] * len(thinking)
+    if reasoning:
+        assert len(model.issued.thinking) == len(upstream.received)
     share = model.cache.cached_share(skip=SKIP)
     print(f"cached share of input tokens after {SKIP} requests: {share:.1%}")
     assert share >= 0.6, share
