@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 
+from app.providers.openai_chat import prompt_cache_key
 from app.settings import Settings
 from tests.api.conftest import app_client
 
+from . import wire
 from .anthropic_cache import CachingModel
 from .cache_run import converse
-from .fake_server import FakeServer
+from .fake_server import FakeServer, Reply
 
 TURNS = 60
 SKIP = 3  # the first requests write the cache; the share is measured after them
@@ -63,3 +65,33 @@ async def test_a_long_conversation_reads_most_of_its_input_from_the_cache(
         streamed.read,
         streamed.written,
     )
+
+
+@pytest.mark.parametrize("api", ["responses", "chat"])
+async def test_openai_requests_carry_the_conversations_prompt_cache_key(
+    database_url: str, api: str
+) -> None:
+    reply = wire.rs_text("ok") if api == "responses" else wire.oa_text("ok")
+    async with FakeServer() as upstream:
+        upstream.script(Reply(events=reply), Reply(events=reply), Reply(events=reply))
+        settings = Settings(
+            database_url=database_url,
+            sse_ping_seconds=0,
+            openai_api_key="sk-test",
+            openai_base_url=f"{upstream.url}/v1",
+            openai_api=api,
+        )
+        async with app_client(settings) as client:
+            ids = []
+            for text in ("one", "two"):
+                created = await client.post("/conversations", json={"config": {}})
+                ids.append(created.json()["id"])
+                user = {"messages": [{"role": "user", "text": text}]}
+                response = await client.post(f"/conversations/{ids[-1]}/stream", json=user)
+                assert response.status_code == 200, response.text
+            again = {"messages": [{"role": "user", "text": "three"}]}
+            response = await client.post(f"/conversations/{ids[0]}/stream", json=again)
+            assert response.status_code == 200, response.text
+    keys = [body["prompt_cache_key"] for body in upstream.bodies]
+    assert keys == [prompt_cache_key(ids[0]), prompt_cache_key(ids[1]), prompt_cache_key(ids[0])]
+    assert keys[0] != keys[1]
