@@ -167,6 +167,9 @@ class RequestOptions:
     temperature: float | None = None
     max_output_tokens: int | None = None
     reasoning: Reasoning | None = None
+    cache_key: str | None = None
+    """Groups the requests of one conversation for a provider's prompt cache (OpenAI's
+    ``prompt_cache_key``); None: not sent."""
 
 
 DEFAULT_OPTIONS = RequestOptions()

@@ -151,7 +151,9 @@ async def _model_round(
 ) -> AsyncGenerator[StreamChunk, None]:
     """One model reply: the adapter's chunks, its text gathered in ``run.partial``."""
     config = conversation.config
-    options = RequestOptions(model, config.temperature, config.max_output_tokens, config.reasoning)
+    options = RequestOptions(
+        model, config.temperature, config.max_output_tokens, config.reasoning, config.cache_key
+    )
     specs = [t.spec for t in config.tools]
     run.replying, run.provider = True, adapter.name
     conversation.reply_began()
@@ -189,7 +191,8 @@ def _window(conversation: RunHost, adapter: ModelAdapter, model: str) -> Sequenc
     budget = conversation.config.context_max_tokens
     if budget is None:
         return messages
-    window = context_within(messages, budget, _token_counter(adapter, model))
+    counter = _token_counter(adapter, model)
+    window = context_within(messages, budget, counter, conversation.config.context_trim_to)
     _check_window(window, messages, budget)
     return window.messages
 

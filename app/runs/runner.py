@@ -162,7 +162,7 @@ class RunService:
                 raise PendingToolCalls(record.pending_tool_call_ids)
             if all(isinstance(m, AgentMessage) for m in messages):
                 raise NothingToAnswer(conversation_id)
-            config = services.configs.build(record.config)
+            config = services.configs.build(record.config, record.id)
             try:
                 adapter, _ = config.select()
             except ConversationConfigurationError as exc:

@@ -168,7 +168,8 @@ async def get_context(
     ] = None,
 ) -> ContextOut:
     """The messages a run would send within `max_tokens`: the system prompt always, then the
-    most recent messages that fit, repaired as every model call repairs them (an unanswered
+    most recent messages that fit (history over the budget is dropped in steps, down to
+    `PARLEY_CONTEXT_TRIM_TO` of it), repaired as every model call repairs them (an unanswered
     tool call gets an "interrupted" error, same-role turns are merged, …), with token counts."""
     context = await caller.history().context(conversation_id, max_tokens)
     return ContextOut(
