@@ -5,9 +5,9 @@ serves every route that speaks the protocol (``/ai-sdk/chat``, ``?protocol=ai-sd
 events, in order, become ``data: {json}`` frames —
 
     run_started          start {messageId}, start-step
-    content_block_start  text-start | reasoning-start        (a new model round: finish-step,
-                                                              start-step first)
-    content_block_delta  text-delta | reasoning-delta
+    content_block_start  (a new model round: finish-step, start-step)
+    content_block_delta  text-start | reasoning-start at the block's first text, then
+                         text-delta | reasoning-delta
     content_block_stop   text-end | reasoning-end
     tool_use             tool-input-start, tool-input-delta, tool-input-available
     message              a server tool's outcome: tool-output-available | tool-output-error;
@@ -106,20 +106,26 @@ class Translator:
         return [*self._close_blocks(), {"type": "finish-step"}, {"type": "start-step"}]
 
     def _block_start(self, index: int, kind: str) -> list[Chunk]:
-        part_id = f"{kind}-{self.round}-{index}"
+        """A block's part begins with its first delta: an empty block (the text before a
+        tool call that had none) makes no part, as the stored history has none."""
         self.kinds[index] = kind
-        self.blocks[index] = part_id
-        return [{"type": f"{kind}-start", "id": part_id}]
+        self.blocks[index] = ""
+        return []
 
     def _block_delta(self, index: int, delta: str) -> list[Chunk]:
         part_id = self.blocks.get(index)
-        if part_id is None:  # a delta of a block this reader never saw start: nothing to add to
+        if part_id is None or not delta:  # a block this reader never saw start; no text
             return []
-        return [{"type": f"{self.kinds[index]}-delta", "id": part_id, "delta": delta}]
+        kind = self.kinds[index]
+        begun: list[Chunk] = []
+        if not part_id:
+            part_id = self.blocks[index] = f"{kind}-{self.round}-{index}"
+            begun.append({"type": f"{kind}-start", "id": part_id})
+        return [*begun, {"type": f"{kind}-delta", "id": part_id, "delta": delta}]
 
     def _block_end(self, index: int) -> list[Chunk]:
         part_id = self.blocks.pop(index, None)
-        if part_id is None:
+        if not part_id:
             return []
         return [{"type": f"{self.kinds[index]}-end", "id": part_id}]
 

@@ -72,10 +72,10 @@ def _add_parts(parts: list[Part], message: Message) -> None:
     after_calls = bool(parts) and parts[-1]["type"].startswith("tool-")
     if not parts or (after_calls and not isinstance(message, ToolCallMessage)):
         parts.append({"type": "step-start"})
-    if isinstance(message, ReasoningMessage):
-        parts.append(_marked({"type": "reasoning", "text": message.text, "state": "done"}, message))
-    elif isinstance(message, TextMessage):
-        parts.append(_marked({"type": "text", "text": message.text, "state": "done"}, message))
+    if isinstance(message, ReasoningMessage | TextMessage):
+        if message.text:  # nothing to show (reasoning that is only its payload): no part
+            kind = "reasoning" if isinstance(message, ReasoningMessage) else "text"
+            parts.append(_marked({"type": kind, "text": message.text, "state": "done"}, message))
     elif isinstance(message, ToolCallMessage):
         if message.message:
             parts.append({"type": "text", "text": message.message, "state": "done"})
