@@ -16,9 +16,7 @@ from tests.frontend.conftest import API_KEY, AUTH, NodeRunner, create
 CONFIG = {
     "reasoning": {"effort": "low"},  # the offline model thinks first
     "tools": ["add_numbers"],
-    "client_tools": [
-        {"name": "get_location", "parameters": {"type": "object", "properties": {}}}
-    ],
+    "client_tools": [{"name": "get_location", "parameters": {"type": "object", "properties": {}}}],
 }
 
 
