@@ -168,9 +168,7 @@ async def test_the_stream_routes_speak_the_protocol_on_request(
     assert sent[0]["messageId"] == f"{conv_id}-1"
     # a resume in the protocol replays the run from its start, whichever id it names
     run_id = (await client.get(f"/conversations/{conv_id}/runs", headers=AUTH)).json()["items"]
-    resumed = await client.get(
-        url, headers={**AUTH, "Last-Event-ID": f"{run_id[0]['id']}:3"}
-    )
+    resumed = await client.get(url, headers={**AUTH, "Last-Event-ID": f"{run_id[0]['id']}:3"})
     assert chunks(resumed) == sent
 
 

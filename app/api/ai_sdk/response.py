@@ -51,6 +51,21 @@ def from_start(last_event_id: str) -> str:
     return event_id(run_id, 0)
 
 
+AI_SDK_FRAME: dict[str, Any] = {
+    "type": "object",
+    "title": "ai_sdk_chunk",
+    "description": "One frame of the AI SDK's UI message stream (`?protocol=ai-sdk`, "
+    '`/ai-sdk/…`): no name, no id; `data` a chunk\'s JSON (`{"type": …}`, the `ai` '
+    "package's `uiMessageChunkSchema`), `[DONE]` last.",
+    "required": ["data"],
+    "properties": {
+        "event": {"const": "message"},  # a frame without a name is a `message`
+        "data": {"type": "string", "pattern": '^(\\[DONE\\]|\\{"type":"[a-z-]+".*)$'},
+    },
+}
+"""The document's schema of each frame (its ``itemSchema``, as the named events have)."""
+
+
 class _ChatStream(EventSourceResponse):
     """A stream that treats a client which stopped reading as gone, quietly."""
 
