@@ -239,7 +239,7 @@ def _item_schema(path: str, operation: dict[str, Any]) -> dict[str, Any]:
     if path.startswith("/ai-sdk/"):
         return AI_SDK_FRAME
     if any(p.get("name") == "protocol" for p in operation.get("parameters", [])):
-        return {**SSE_EVENT, "oneOf": [*SSE_EVENT["oneOf"], AI_SDK_FRAME]}
+        return {**SSE_EVENT, "oneOf": [AI_SDK_FRAME, *SSE_EVENT["oneOf"]]}
     return SSE_EVENT
 
 
