@@ -5,10 +5,12 @@ stream routes, and resume that never starts a run."""
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 
+from tests.api.conftest import LiveServer
 from tests.frontend.conftest import AUTH, create
 
 
@@ -178,3 +180,34 @@ async def test_a_failed_run_ends_with_an_error_chunk(client: httpx.AsyncClient) 
     assert [c["type"] for c in sent[-3:]] == ["error", "finish-step", "finish"]
     assert "context_max_tokens" in sent[-3]["errorText"]
     assert sent[-1]["finishReason"] == "error"
+
+
+async def test_a_cancel_from_elsewhere_ends_the_stream_with_abort(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    served = live_server(offline_delay_ms=20)
+    async with httpx.AsyncClient(base_url=served.url, timeout=30) as http:
+        conv_id = await create(http)
+        words = " ".join(f"w{i}" for i in range(200))
+        body = json.dumps({"id": conv_id, "messages": [user(words)]})
+        headers = {**AUTH, "Content-Type": "application/json"}
+        request = http.build_request("POST", "/ai-sdk/chat", content=body, headers=headers)
+        response = await http.send(request, stream=True)
+        lines = response.aiter_lines()
+        seen = [line async for line in _until(lines, '"type":"text-delta"')]
+        assert (
+            await http.post(f"/conversations/{conv_id}/cancel", headers=AUTH)
+        ).status_code == 202
+        seen += [line async for line in lines]
+        await response.aclose()
+    frames = [json.loads(x.removeprefix("data: ")) for x in seen if x.startswith("data: {")]
+    assert [f["type"] for f in frames[-4:]] == ["text-end", "finish-step", "abort", "finish"]
+    assert frames[-1]["finishReason"] == "other"
+    assert [x for x in seen if x][-1] == "data: [DONE]"
+
+
+async def _until(lines: AsyncIterator[str], marker: str) -> AsyncIterator[str]:
+    async for line in lines:
+        yield line
+        if marker in line:
+            return
