@@ -54,9 +54,9 @@ async def chat(
     stored = list(await conversations.messages(body.id))
     pending = view.record.pending_tool_call_ids
     wanted = ask(body, stored, pending, caller.services.settings)
-    version = view.record.version
-    if wanted.keep is not None:
-        rewound = await caller.history().rewind(body.id, wanted.keep, version)
+    version = None  # a plain send runs on whatever the conversation holds by then
+    if wanted.keep is not None:  # a rewind and its run: on the conversation as it was read
+        rewound = await caller.history().rewind(body.id, wanted.keep, view.record.version)
         version = rewound.record.version
     run = await caller.runs().start(body.id, wanted.delta, version, on_disconnect)
     services = caller.services
