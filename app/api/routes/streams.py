@@ -10,6 +10,7 @@ disconnects cancels it only when it started it with ``on_disconnect=cancel`` (th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any, Literal
@@ -24,6 +25,7 @@ from app.api import convert
 from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
+from app.api.reader_watch import ReaderWatch
 from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
 from app.api.sse import frames as sse_frames
@@ -67,10 +69,15 @@ class _EventStream(EventSourceResponse):
     """An SSE response that treats a client which stopped reading as gone, quietly."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        watch = ReaderWatch.of(scope, self.send_timeout or 0)
+        watching = asyncio.create_task(watch.watch()) if watch is not None else None
         try:
             await super().__call__(scope, receive, send)
         except* SendTimeoutError:
             log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
+        finally:
+            if watching is not None:
+                watching.cancel()
 
 
 def _sse(
