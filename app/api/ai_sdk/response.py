@@ -7,6 +7,7 @@ one translator (``app.api.ai_sdk.chunks``), the pings and send timeout of every 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
@@ -20,6 +21,7 @@ from starlette.types import Receive, Scope, Send
 from app.api.ai_sdk.chunks import HEADER, VERSION, stream_frames
 from app.api.ai_sdk.messages import reply_id
 from app.api.deps import Caller
+from app.api.reader_watch import ReaderWatch
 from app.runs.events import RunEvent, event_id, parse_event_id
 
 log = logging.getLogger(__name__)
@@ -67,13 +69,19 @@ AI_SDK_FRAME: dict[str, Any] = {
 
 
 class _ChatStream(EventSourceResponse):
-    """A stream that treats a client which stopped reading as gone, quietly."""
+    """A stream that treats a client which stopped reading as gone, quietly (as the stream
+    routes' own: app/api/reader_watch.py)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        watch = ReaderWatch.of(scope, self.send_timeout or 0)  # as every stream route's
+        watching = asyncio.create_task(watch.watch()) if watch is not None else None
         try:
             await super().__call__(scope, receive, send)
         except* SendTimeoutError:
             log.info("a chat client read nothing for %ss: its stream was closed", self.send_timeout)
+        finally:
+            if watching is not None:
+                watching.cancel()
 
 
 def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
