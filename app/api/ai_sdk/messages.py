@@ -55,7 +55,7 @@ def ui_messages(conversation_id: str, messages: Sequence[Message]) -> list[UIMes
     out: list[UIMessage] = []
     for index, message in enumerate(messages):
         if not _assistant(message):
-            role = "system" if isinstance(message, AgentMessage) else "user"
+            role = "system" if message.role is Role.SYSTEM else "user"
             text = message.text if isinstance(message, TextMessage | AgentMessage) else ""
             parts: list[Part] = [{"type": "text", "text": text, "state": "done"}]
             out.append({"id": message_id(conversation_id, index), "role": role, "parts": parts})
