@@ -93,9 +93,9 @@ class Settings(CachingSettings, BaseSettings):
     max_import_bytes: int = Field(
         33_554_432,
         ge=1024,
-        description="Largest body of `POST /conversations` and `POST /conversations/import`, "
-        "which load a whole conversation: the default (32 MiB) fits `max_import_messages` "
-        "(10,000) messages of 3,000 characters each.",
+        description="Largest body of `POST /conversations`, `POST /conversations/import` and "
+        "`POST /ai-sdk/chat`, which carry a whole conversation: the default (32 MiB) fits "
+        "`max_import_messages` (10,000) messages of 3,000 characters each.",
     )
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")

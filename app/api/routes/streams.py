@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse
@@ -22,6 +22,7 @@ from starlette.background import BackgroundTask
 from starlette.types import Receive, Scope, Send
 
 from app.api import convert
+from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.reader_watch import ReaderWatch
@@ -46,6 +47,14 @@ SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     409: {"description": "A run already holds the conversation, or tool results are missing."},
     503: {"description": "The server is shutting down; retry (`Retry-After`)."},
 }
+
+ProtocolQuery = Annotated[
+    Literal["parley", "ai-sdk"],
+    Query(
+        description="`parley` (named events) or `ai-sdk`: the AI SDK's UI message stream "
+        "(docs/frontend.md)."
+    ),
+]
 
 OnDisconnectQuery = Annotated[
     OnDisconnect,
@@ -77,7 +86,11 @@ def _sse(
     run_id: str,
     batches: AsyncIterator[list[RunEvent]],
     on_close: Callable[[], None] | None = None,
+    ai_sdk: ChatStreamer | None = None,
 ) -> EventSourceResponse:
+    if ai_sdk is not None:  # ?protocol=ai-sdk: the same run, in the AI SDK's chunks
+        return ai_sdk(run_id, batches, on_close)
+
     async def frames() -> AsyncIterator[bytes]:
         try:
             async for batch in batches:
@@ -102,12 +115,14 @@ def _sse(
     )
 
 
-def _started(services: Services, run: LiveRun) -> EventSourceResponse:
+def _started(
+    services: Services, run: LiveRun, ai_sdk: ChatStreamer | None = None
+) -> EventSourceResponse:
     """The stream of a run this request started: from its first event; closing it early
     detaches the run's starter (which cancels it unless ``on_disconnect=continue``) — and so
     does a response whose body was never read."""
     events = follow_live(services, run, 0)
-    return _sse(services, run.run_id, events, lambda: services.manager.detached(run))
+    return _sse(services, run.run_id, events, lambda: services.manager.detached(run), ai_sdk)
 
 
 @router.get(
@@ -117,6 +132,7 @@ async def stream_conversation(
     conversation_id: IdPath,
     caller: CallerDep,
     on_disconnect: OnDisconnectQuery = "cancel",
+    protocol: ProtocolQuery = "parley",
     last_event_id: Annotated[
         str | None,
         Header(
@@ -138,14 +154,17 @@ async def stream_conversation(
     `Last-Event-ID`, resume the stream of a run (never a new run): 204 when nothing is left.
     Closing the connection aborts a run it started, unless `on_disconnect=continue`."""
     resume_from = last_event_id if last_event_id is not None else last_event_id_query
+    ai_sdk = chat_streamer(caller, conversation_id) if protocol == "ai-sdk" else None
+    if ai_sdk is not None and resume_from is not None:
+        resume_from = from_start(resume_from)  # the AI SDK's resume replays the whole reply
     if resume_from is not None:
         reader = caller.reader()
         resume = await reader.resume(conversation_id, resume_from)
         if resume is None:
             return Response(status_code=204)
-        return _sse(caller.services, resume.run.id, reader.follow(resume))
+        return _sse(caller.services, resume.run.id, reader.follow(resume), None, ai_sdk)
     run = await caller.runs().start(conversation_id, on_disconnect=on_disconnect)
-    return _started(caller.services, run)
+    return _started(caller.services, run, ai_sdk)
 
 
 @router.post(
@@ -158,24 +177,26 @@ async def post_and_stream(
     caller: CallerDep,
     expected_version: IfMatchDep,
     on_disconnect: OnDisconnectQuery = "cancel",
+    protocol: ProtocolQuery = "parley",
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
     the bundle is not applied either. With `Idempotency-Key`, a retry gets the same run's
     stream from its first event (never a second run)."""
     services = caller.services
+    ai_sdk = chat_streamer(caller, conversation_id) if protocol == "ai-sdk" else None
 
     async def start() -> Response:
         delta = convert.delta(body, services.settings)
         run = await caller.runs().start(conversation_id, delta, expected_version, on_disconnect)
-        return _started(services, run)
+        return _started(services, run, ai_sdk)
 
     async def replay(run_id: str) -> Response:
         reader = caller.reader()
         resume = await reader.resume(conversation_id, f"{run_id}:0")
         if resume is None:
             return Response(status_code=204)
-        return _sse(services, resume.run.id, reader.follow(resume))
+        return _sse(services, resume.run.id, reader.follow(resume), None, ai_sdk)
 
     return await idempotent(request, idempotency_key, caller.idempotency(), start, replay)
 
