@@ -23,8 +23,18 @@ from app.runs.events import EVENT_ID_PATTERN
 SSE = "text/event-stream"
 
 
+_SCHEMAS = "#/components/schemas/"
+STREAM_EVENT = "StreamEvent"  # the components' union of every event, parsed
+
+
+def event_schema_name(name: EventName) -> str:
+    """The component of one parsed event: ``run_started`` → ``RunStartedEvent``."""
+    return "".join(part.capitalize() for part in name.split("_")) + "Event"
+
+
 def _sse_event(name: EventName) -> dict[str, Any]:
-    body = {"$ref": f"#/components/schemas/{EVENT_DATA[name].__name__}"}
+    """One event as it is on the wire: ``data`` is JSON text whose schema is ``contentSchema``."""
+    body = {"$ref": f"{_SCHEMAS}{EVENT_DATA[name].__name__}"}
     return {
         "type": "object",
         "title": name,
@@ -42,11 +52,49 @@ def _sse_event(name: EventName) -> dict[str, Any]:
 
 
 SSE_EVENT: dict[str, Any] = {
-    "description": "One Server-Sent Event: `id` is `<run id>:<seq>` (send it back as "
-    "`Last-Event-ID` to resume), `event` its name, `data` a JSON object whose schema "
-    "(`contentSchema`) depends on the name.",
+    "description": "One Server-Sent Event (the schema of each event of the stream, as the "
+    "`itemSchema` of OpenAPI 3.2 would give it): `id` is `<run id>:<seq>` (send it back as "
+    "`Last-Event-ID` to resume), `event` its name, `data` JSON text whose schema "
+    f"(`contentSchema`) depends on the name. Parsed, an event is a `{STREAM_EVENT}`.",
     "oneOf": [_sse_event(name) for name in EventName],
 }
+
+
+def _parsed_event(name: EventName) -> dict[str, Any]:
+    """One event as a client holds it once its ``data`` is parsed: typed by generators."""
+    return {
+        "type": "object",
+        "title": event_schema_name(name),
+        "description": f"The `{name}` event, its `data` parsed from JSON.",
+        "required": ["event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
+            "event": {"type": "string", "const": name},
+            "data": {"$ref": f"{_SCHEMAS}{EVENT_DATA[name].__name__}"},
+        },
+    }
+
+
+def _event_components() -> dict[str, dict[str, Any]]:
+    """Each parsed event, and their union tagged by ``event``."""
+    refs = {name.value: f"{_SCHEMAS}{event_schema_name(name)}" for name in EventName}
+    components = {event_schema_name(name): _parsed_event(name) for name in EventName}
+    components[STREAM_EVENT] = {
+        "description": "An event of a run's stream (`text/event-stream`) with its `data` parsed "
+        "from JSON, by its name: what a client gets from each `MessageEvent` of an "
+        "`EventSource` (`{event: e.type, id: e.lastEventId, data: JSON.parse(e.data)}`).",
+        "oneOf": [{"$ref": ref} for ref in refs.values()],
+        "discriminator": {"propertyName": "event", "mapping": refs},
+    }
+    return components
+
+
+def _sse_content() -> dict[str, Any]:
+    """``text/event-stream`` in OpenAPI 3.1: ``schema`` gives each event on the wire (the
+    convention of tools before 3.2's ``itemSchema``: schemathesis checks every event and its
+    ``data`` against it), ``x-parley-event`` the union of the parsed events."""
+    return {"schema": SSE_EVENT, "x-parley-event": {"$ref": f"{_SCHEMAS}{STREAM_EVENT}"}}
+
 
 BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed route
 _PROBLEM_REF = "#/components/schemas/Problem"
@@ -132,7 +180,7 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
         statuses |= {401, 503}  # every /conversations route: the key, and the database
     if has_path:
         statuses.add(404)
-        if method != "get" or path.endswith("/stream"):
+        if method != "get":
             statuses.add(409)
     if _IDEMPOTENCY_HEADER in headers:
         statuses.add(409)  # the key is in use by a request still being served
@@ -211,9 +259,7 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
         entry["content"] = {**_problem_content(status), **content}
     for entry in responses.values():
         if SSE in entry.get("content", {}):
-            # OpenAPI 3.2's ``itemSchema``: each event, not the whole body (a generated client
-            # reads the stream itself; schemathesis checks every event against it).
-            entry["content"][SSE] = {"itemSchema": SSE_EVENT}
+            entry["content"][SSE] = _sse_content()
     params = operation.get("parameters", [])
     idempotent = any(
         p.get("in") == "header" and p["name"].lower() == _IDEMPOTENCY_HEADER for p in params
@@ -257,6 +303,7 @@ def _add_components(document: dict[str, Any]) -> None:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
+    schemas.update(_event_components())
     components["securitySchemes"] = {
         BEARER: {
             "type": "http",

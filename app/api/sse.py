@@ -1,7 +1,7 @@
 """Server-Sent Events framing: a run's events as the bytes of ``text/event-stream``.
 
-May import app.runs.events. The stream path is benchmarked: one f-string and one encode a frame,
-as before, and a batch is joined once.
+May import app.runs.events. Every stream starts with ``retry``. The stream path is benchmarked:
+one f-string and one encode a frame, as before, and a batch is joined once.
 """
 
 from __future__ import annotations
@@ -23,3 +23,9 @@ def frame(event: RunEvent, run_id: str) -> bytes:
 def frames(events: Iterable[RunEvent], run_id: str) -> bytes:
     """A batch of events as consecutive frames, in one write."""
     return b"".join([frame(event, run_id) for event in events])
+
+
+def retry(milliseconds: int) -> bytes:
+    """The ``retry:`` field a stream starts with: how long a client's ``EventSource`` waits
+    before it reconnects (``PARLEY_SSE_RETRY_MS``). A frame without ``data`` is no event."""
+    return f"retry: {milliseconds}\n\n".encode()

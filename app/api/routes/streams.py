@@ -1,32 +1,39 @@
-"""Routes that run the model and follow runs: the SSE stream (GET runs as is or resumes, POST
-applies a delta first), cancel, and the runs of a conversation. May import FastAPI,
-sse-starlette, schemas, deps and the runs layer.
+"""Routes that run the model and follow runs: the SSE stream (POST starts a run, applying a
+delta first; GET only follows the running run or resumes one), background runs, cancel, and the
+runs of a conversation. May import FastAPI, sse-starlette, schemas, deps and the runs layer.
 
 Events (DESIGN §4, app/runs/events.py): each has a name, an ``id`` ``<run id>:<seq>`` and a
 JSON body. Errors before the first event are problem+json; after it, an ``error`` event, then
 ``done``. A stream only reads its run: the run goes on in its own task, so a reader that
 disconnects cancels it only when it started it with ``on_disconnect=cancel`` (the default).
+No GET starts a run (GET is safe: a prefetcher, a link preview or a page load spends nothing).
+A response is made by a ``Respond`` (``sse_response``: Parley's named events), so a stream
+route can answer in another wire protocol by choosing another one.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 from sse_starlette.sse import SendTimeoutError
 from starlette.background import BackgroundTask
 from starlette.types import Receive, Scope, Send
 
 from app.api import convert
-from app.api.deps import CallerDep, CursorQuery, IfMatchDep
-from app.api.idempotency import IdempotencyKeyHeader, idempotent
+from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
+from app.api.idempotency import IdempotencyKeyHeader, idempotent, replay_from
+from app.api.paths import public_path
 from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
 from app.api.sse import frames as sse_frames
+from app.api.sse import retry as sse_retry
 from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
+from app.runs.follow import Resume
 from app.runs.live import LiveRun
 from app.runs.services import Services
 
@@ -35,13 +42,23 @@ log = logging.getLogger(__name__)
 
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "A Server-Sent Events stream: `run_started`, `content_block_start`, "
-        "`content_block_delta`, `content_block_stop`, `tool_use`, `message`, `message_stop`, "
-        "`requires_action`, `error`, and `done` last. Each event's `id` is `<run id>:<n>`.",
+        "description": "A Server-Sent Events stream: a `retry:` field, then `run_started`, "
+        "`content_block_start`, `content_block_delta`, `content_block_stop`, `tool_use`, "
+        "`message`, `message_stop`, `requires_action`, `error`, and `done` last. Each event's "
+        "`id` is `<run id>:<n>`; each event, its `data` parsed, is a `StreamEvent` "
+        "(components; `x-parley-event`).",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     },
-    409: {"description": "A run already holds the conversation, or tool results are missing."},
     503: {"description": "The server is shutting down; retry (`Retry-After`)."},
+}
+STARTS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: {"description": "A run already holds the conversation, or tool results are missing."}
+}
+
+_RUN_LOCATION = {
+    "description": "The run's URL path (`GET` it for its status).",
+    "required": True,
+    "schema": {"type": "string"},
 }
 
 OnDisconnectQuery = Annotated[
@@ -64,14 +81,30 @@ class _EventStream(EventSourceResponse):
             log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
 
 
-def _sse(
+class Respond(Protocol):
+    """Makes a stream's response from a run's events (the wire protocol is its choice)."""
+
+    def __call__(
+        self,
+        services: Services,
+        run_id: str,
+        batches: AsyncIterator[list[RunEvent]],
+        on_close: Callable[[], None] | None = None,
+    ) -> Response: ...
+
+
+def sse_response(
     services: Services,
     run_id: str,
     batches: AsyncIterator[list[RunEvent]],
     on_close: Callable[[], None] | None = None,
-) -> EventSourceResponse:
+) -> Response:
+    """Parley's named events as ``text/event-stream``, after a ``retry:`` field."""
+    settings = services.settings
+
     async def frames() -> AsyncIterator[bytes]:
         try:
+            yield sse_retry(settings.sse_retry_ms)
             async for batch in batches:
                 yield sse_frames(batch, run_id)
         finally:
@@ -82,7 +115,6 @@ def _sse(
         if on_close is not None:
             on_close()
 
-    settings = services.settings
     return _EventStream(
         frames(),
         ping=settings.sse_ping_seconds,
@@ -94,28 +126,45 @@ def _sse(
     )
 
 
-def _started(services: Services, run: LiveRun) -> EventSourceResponse:
+def _started(services: Services, run: LiveRun, respond: Respond) -> Response:
     """The stream of a run this request started: from its first event; closing it early
     detaches the run's starter (which cancels it unless ``on_disconnect=continue``) — and so
     does a response whose body was never read."""
-    return _sse(services, run.run_id, run.follow(0), lambda: services.manager.detached(run))
+    return respond(services, run.run_id, run.follow(0), lambda: services.manager.detached(run))
+
+
+async def _follow(caller: Caller, resume: Resume | None, respond: Respond) -> Response:
+    """A reader's stream of a run (never a new run): 204 when there is nothing to read."""
+    if resume is None:
+        return Response(status_code=204)
+    return respond(caller.services, resume.run.id, caller.reader().follow(resume))
+
+
+LastEventIdHeader = Annotated[
+    str | None,
+    Header(
+        description="Resume: the `id` of the last event you received. The events after it are "
+        "replayed, then the run is followed live until `done` (any server).",
+        json_schema_extra={"pattern": EVENT_ID_PATTERN},
+    ),
+]
 
 
 @router.get(
-    "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
+    "/{conversation_id}/stream",
+    responses={
+        **SSE_RESPONSES,
+        204: {
+            "description": "Nothing runs (and no id was given), "
+            "or the run has nothing left to send."
+        },
+    },
+    response_class=EventSourceResponse,
 )
-async def stream_conversation(
+async def follow_stream(
     conversation_id: IdPath,
     caller: CallerDep,
-    on_disconnect: OnDisconnectQuery = "cancel",
-    last_event_id: Annotated[
-        str | None,
-        Header(
-            description="Resume: the `id` of the last event you received. The events after "
-            "it are replayed, then the run is followed live until `done` (any server).",
-            json_schema_extra={"pattern": EVENT_ID_PATTERN},
-        ),
-    ] = None,
+    last_event_id: LastEventIdHeader = None,
     last_event_id_query: Annotated[
         str | None,
         Query(
@@ -125,50 +174,92 @@ async def stream_conversation(
         ),
     ] = None,
 ) -> Response:
-    """Run the model on the conversation as it stands and stream the reply — or, with
-    `Last-Event-ID`, resume the stream of a run (never a new run): 204 when nothing is left.
-    Closing the connection aborts a run it started, unless `on_disconnect=continue`."""
+    """Follow the conversation's running run from its first event — or, with `Last-Event-ID`,
+    resume a run's stream after that event. Never starts a run (start one with `POST …/stream`
+    or `POST …/runs`): 204 when nothing runs. Closing the connection leaves the run alone."""
     resume_from = last_event_id if last_event_id is not None else last_event_id_query
-    if resume_from is not None:
-        reader = caller.reader()
-        resume = await reader.resume(conversation_id, resume_from)
-        if resume is None:
-            return Response(status_code=204)
-        return _sse(caller.services, resume.run.id, reader.follow(resume))
-    run = await caller.runs().start(conversation_id, on_disconnect=on_disconnect)
-    return _started(caller.services, run)
+    reader = caller.reader()
+    if resume_from is None:
+        return await _follow(caller, await reader.running(conversation_id), sse_response)
+    return await _follow(caller, await reader.resume(conversation_id, resume_from), sse_response)
+
+
+StreamBody = Annotated[
+    DeltaBundle | None,
+    Body(
+        description="Messages and a config patch to apply first; none (an empty body) runs "
+        "the conversation as it stands."
+    ),
+]
 
 
 @router.post(
-    "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
+    "/{conversation_id}/stream",
+    responses={**SSE_RESPONSES, **STARTS_RESPONSES},
+    response_class=EventSourceResponse,
 )
 async def post_and_stream(
     request: Request,
     conversation_id: IdPath,
-    body: DeltaBundle,
     caller: CallerDep,
     expected_version: IfMatchDep,
+    body: StreamBody = None,
     on_disconnect: OnDisconnectQuery = "cancel",
     idempotency_key: IdempotencyKeyHeader = None,
+    last_event_id: LastEventIdHeader = None,
 ) -> Response:
-    """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
-    the bundle is not applied either. With `Idempotency-Key`, a retry gets the same run's
-    stream from its first event (never a second run)."""
+    """Apply a delta bundle (if any), then run and stream the reply — continuation in one
+    request. If the run cannot start, the bundle is not applied either. With `Idempotency-Key`,
+    a retry gets the same run's stream (never a second run): from its first event, or after
+    the `Last-Event-ID` it sends."""
+    respond: Respond = sse_response
     services = caller.services
 
     async def start() -> Response:
-        delta = convert.delta(body, services.settings)
+        delta = convert.delta(body or DeltaBundle(), services.settings)
         run = await caller.runs().start(conversation_id, delta, expected_version, on_disconnect)
-        return _started(services, run)
+        return _started(services, run, respond)
 
     async def replay(run_id: str) -> Response:
-        reader = caller.reader()
-        resume = await reader.resume(conversation_id, f"{run_id}:0")
-        if resume is None:
-            return Response(status_code=204)
-        return _sse(services, resume.run.id, reader.follow(resume))
+        after = replay_from(run_id, last_event_id)
+        return await _follow(caller, await caller.reader().resume(conversation_id, after), respond)
 
     return await idempotent(request, idempotency_key, caller.idempotency(), start, replay)
+
+
+@router.post(
+    "/{conversation_id}/runs",
+    status_code=202,
+    response_model=RunOut,
+    responses={202: {"headers": {"Location": _RUN_LOCATION}}, **STARTS_RESPONSES},
+)
+async def start_run(
+    request: Request,
+    conversation_id: IdPath,
+    caller: CallerDep,
+    expected_version: IfMatchDep,
+    body: StreamBody = None,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
+    """Start a run in the background (`on_disconnect=continue`) and answer at once with it:
+    202 and its `Location`. Follow it with `GET …/stream` (an `EventSource`), or read its
+    status at `Location`. With `Idempotency-Key`, a retry gets the same run."""
+    services = caller.services
+
+    async def start() -> Response:
+        delta = convert.delta(body or DeltaBundle(), services.settings)
+        run = await caller.runs().start(conversation_id, delta, expected_version, "continue")
+        services.manager.detached(run)  # nobody reads it here: it goes on (continue)
+        record = await caller.reader().get(conversation_id, run.run_id)
+        path = f"/conversations/{conversation_id}/runs/{run.run_id}"
+        location = public_path(request.scope, path)
+        return JSONResponse(
+            convert.run_out(record).model_dump(mode="json"),
+            status_code=202,
+            headers={"Location": location},
+        )
+
+    return await idempotent(request, idempotency_key, caller.idempotency(), start)
 
 
 @router.post("/{conversation_id}/cancel", status_code=202, response_model=CancelOut)
