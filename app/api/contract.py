@@ -89,11 +89,16 @@ def _event_components() -> dict[str, dict[str, Any]]:
     return components
 
 
+ITEM_SCHEMA = "x-itemSchema"  # OpenAPI 3.2's `itemSchema`, as a 3.1 extension
+EVENT_UNION = "x-parley-event"
+
+
 def _sse_content() -> dict[str, Any]:
-    """``text/event-stream`` in OpenAPI 3.1: ``schema`` gives each event on the wire (the
-    convention of tools before 3.2's ``itemSchema``: schemathesis checks every event and its
-    ``data`` against it), ``x-parley-event`` the union of the parsed events."""
-    return {"schema": SSE_EVENT, "x-parley-event": {"$ref": f"{_SCHEMAS}{STREAM_EVENT}"}}
+    """``text/event-stream`` in OpenAPI 3.1: no ``schema`` (a generated client would parse the
+    body by it), each event on the wire as ``x-itemSchema`` (3.2's ``itemSchema`` under an
+    extension's name: a test hands it to schemathesis under the real one), and the union of
+    the parsed events as ``x-parley-event`` (typed by generators through the components)."""
+    return {ITEM_SCHEMA: SSE_EVENT, EVENT_UNION: {"$ref": f"{_SCHEMAS}{STREAM_EVENT}"}}
 
 
 BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed route

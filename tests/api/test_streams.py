@@ -231,7 +231,7 @@ async def test_every_events_body_matches_the_schema_the_document_gives_its_name(
 ) -> None:
     document = (await client.get("/openapi.json")).json()
     route = document["paths"]["/conversations/{conversation_id}/stream"]["post"]
-    variants = route["responses"]["200"]["content"]["text/event-stream"]["schema"]["oneOf"]
+    variants = route["responses"]["200"]["content"]["text/event-stream"]["x-itemSchema"]["oneOf"]
     by_name = {v["properties"]["event"]["const"]: v["properties"]["data"] for v in variants}
     weather = {"name": "weather", "description": "The weather.", "parameters": {}}
     conv_id = await create(client, config={"tools": ["add_numbers"], "client_tools": [weather]})
