@@ -177,11 +177,12 @@ async def follow_stream(
     """Follow the conversation's running run from its first event — or, with `Last-Event-ID`,
     resume a run's stream after that event. Never starts a run (start one with `POST …/stream`
     or `POST …/runs`): 204 when nothing runs. Closing the connection leaves the run alone."""
+    respond: Respond = sse_response
     resume_from = last_event_id if last_event_id is not None else last_event_id_query
     reader = caller.reader()
     if resume_from is None:
-        return await _follow(caller, await reader.running(conversation_id), sse_response)
-    return await _follow(caller, await reader.resume(conversation_id, resume_from), sse_response)
+        return await _follow(caller, await reader.running(conversation_id), respond)
+    return await _follow(caller, await reader.resume(conversation_id, resume_from), respond)
 
 
 StreamBody = Annotated[
@@ -231,7 +232,13 @@ async def post_and_stream(
     "/{conversation_id}/runs",
     status_code=202,
     response_model=RunOut,
-    responses={202: {"headers": {"Location": _RUN_LOCATION}}, **STARTS_RESPONSES},
+    responses={
+        202: {
+            "description": "Started: the run (`status` `running`), going on in the background.",
+            "headers": {"Location": _RUN_LOCATION},
+        },
+        **STARTS_RESPONSES,
+    },
 )
 async def start_run(
     request: Request,
