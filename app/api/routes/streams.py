@@ -148,6 +148,16 @@ LastEventIdHeader = Annotated[
         json_schema_extra={"pattern": EVENT_ID_PATTERN},
     ),
 ]
+RetryLastEventIdHeader = Annotated[
+    str | None,
+    Header(
+        alias="Last-Event-ID",
+        description="On a retry with the same `Idempotency-Key` (as `fetch-event-source` "
+        "sends it): the `id` of the last event received; the same run's stream goes on after "
+        "it instead of from its first event. A request without the key ignores it.",
+        json_schema_extra={"pattern": EVENT_ID_PATTERN},
+    ),
+]
 
 
 @router.get(
@@ -207,7 +217,7 @@ async def post_and_stream(
     body: StreamBody = None,
     on_disconnect: OnDisconnectQuery = "cancel",
     idempotency_key: IdempotencyKeyHeader = None,
-    last_event_id: LastEventIdHeader = None,
+    last_event_id: RetryLastEventIdHeader = None,
 ) -> Response:
     """Apply a delta bundle (if any), then run and stream the reply — continuation in one
     request. If the run cannot start, the bundle is not applied either. With `Idempotency-Key`,
