@@ -26,6 +26,8 @@ async def stream(client: httpx.AsyncClient, conv_id: str, body: Any = None) -> l
     response = await (client.post(url, json=body) if body is not None else client.post(url))
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.text.startswith("retry: 1000\n\n")  # PARLEY_SSE_RETRY_MS, once, first
+    assert response.text.count("retry:") == 1
     return parse(response.text)
 
 
