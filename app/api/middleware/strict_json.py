@@ -21,6 +21,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.paths import route_path
 from app.api.problems import (
     PayloadTooLarge,
     Unprocessable,
@@ -89,8 +90,11 @@ class StrictJsonBodies:
     """415 for a body not sent as JSON or in a Content-Encoding; 422 for a JSON body holding
     NUL, a lone surrogate or a non-finite number."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, form_paths: tuple[str, ...] = ()) -> None:
+        """``form_paths``: routes that take ``multipart/form-data`` (an upload), passed on
+        unread, so that the form streams to the route's parser."""
         self.app = app
+        self.form_paths = frozenset(form_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -104,6 +108,12 @@ class StrictJsonBodies:
                 headers={"Accept-Encoding": "identity"},
             )
             await problem_response(unsupported)(scope, receive, send)
+            return
+        if (
+            _media_type(headers) == "multipart/form-data"
+            and route_path(scope).rstrip("/") in self.form_paths
+        ):
+            await self.app(scope, receive, send)
             return
         try:
             body = await _read(receive)
