@@ -20,7 +20,7 @@ from app.runs.server_tools import builtin_tools
 from app.runs.writer import EventWriter
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
-from app.storage.files import FileStore
+from app.storage.files import FileStore, FileSweeper
 from app.storage.notify import Listener
 
 log = logging.getLogger(__name__)
@@ -37,6 +37,7 @@ class Services:
     writer: EventWriter = field(init=False)
     listener: Listener = field(init=False)
     files: FileStore = field(init=False)  # uploads and attachments (docs/files.md)
+    file_sweeper: FileSweeper = field(init=False)
 
     def __post_init__(self) -> None:
         self.writer = EventWriter(
@@ -48,6 +49,7 @@ class Services:
         self.writer.on_flush = metrics.event_log_flush
         self.listener = Listener(self.database, self.manager.on_notification)
         self.files = FileStore(self.database, self.settings)
+        self.file_sweeper = FileSweeper(self.files)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -81,6 +83,7 @@ class Services:
         open_selector(self.configs.selector)
         self.writer.start()
         self.listener.start()
+        self.file_sweeper.start()
 
     async def drain(self) -> None:
         """Take no new runs; stop every live run as ``interrupted``; wait for their endings."""
@@ -100,7 +103,7 @@ class Services:
         await self._within_drain(self.writer.close(), "store the last events")
         await self.listener.close()
         await close_selector(self.configs.selector)
-        await self.files.close()
+        await self.file_sweeper.close()
         await self._within_drain(self.database.dispose(), "close its connections")
 
     async def _within_drain(self, step: Awaitable[None], what: str) -> None:

@@ -27,6 +27,14 @@ class FileSettings(BaseSettings):
         ge=1,
         description="Largest document upload (PDF, text, Markdown, CSV); 413 beyond.",
     )
+    file_orphan_grace_seconds: float = Field(
+        3600,
+        gt=0,
+        le=315_360_000,
+        description="A file Parley made from a message (a data URL, an import, a model's "
+        "image) is deleted once no conversation refers to it and it is older than this "
+        "(checked every `prune_interval_seconds`). Uploaded files stay until deleted.",
+    )
     file_s3_endpoint_url: str | None = Field(
         None,
         description="The S3-compatible endpoint (`http://minio:9000`); empty: AWS's, by region.",

@@ -54,6 +54,7 @@ def upgrade() -> None:
         sa.Column("purpose", sa.String(length=64), nullable=True),
         sa.Column("width", sa.Integer(), nullable=True),
         sa.Column("height", sa.Integer(), nullable=True),
+        sa.Column("from_message", sa.Boolean(), nullable=False),
         sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["blob_id"], ["file_blobs.id"], name=op.f("fk_files_blob_id_file_blobs")

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import func, insert, select
 
 from app.settings import Settings
-from app.storage import Database
+from app.storage import Database, utcnow
 from app.storage.files import (
     FILE_BLOBS,
     FILE_CHUNKS,
@@ -21,6 +22,7 @@ from app.storage.files import (
     FileTooLarge,
     add_refs,
     set_refs,
+    sweep,
 )
 from app.storage.tables import CONVERSATIONS
 from tests.files import samples
@@ -130,3 +132,34 @@ async def test_a_referenced_file_is_kept_until_its_conversation_goes(
         await set_refs(session, "c" * 32, [])
     await store.delete("alice", record.id)
     assert await counts(database) == (0, 0, 0)
+
+
+async def test_the_sweep_deletes_only_unreferenced_files_made_from_messages(
+    store: FileStore, database: Database
+) -> None:
+    uploaded = await store.put("alice", samples.gif(), "kept.gif")
+    made = await store.put("alice", samples.png(), "pasted.png", from_message=True)
+    referred = await store.put("alice", samples.jpeg(), "in-use.jpg", from_message=True)
+    async with database.transaction() as session:
+        await session.execute(
+            insert(CONVERSATIONS).values(
+                id="d" * 32,
+                owner="alice",
+                config={},
+                metadata={},
+                version=1,
+                message_count=0,
+                created_at=made.created_at,
+                updated_at=made.created_at,
+            )
+        )
+        await add_refs(session, "d" * 32, [referred.id])
+    assert await sweep(store, made.created_at - timedelta(seconds=1)) == 0  # within the grace
+    assert await sweep(store, utcnow() + timedelta(seconds=1)) == 1
+    left = {r.id for r in (await store.list("alice", 10))[0]}
+    assert left == {uploaded.id, referred.id}
+    async with database.transaction() as session:  # the conversation goes: its refs with it
+        await session.execute(CONVERSATIONS.delete())
+    assert await sweep(store, utcnow() + timedelta(seconds=1)) == 1
+    assert {r.id for r in (await store.list("alice", 10))[0]} == {uploaded.id}
+    assert await counts(database) == (1, 1, 1)

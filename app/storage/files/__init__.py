@@ -9,6 +9,7 @@ from app.storage.files.errors import FileEmpty, FileInUse, FileNotFound, FileRef
 from app.storage.files.records import CHUNK_BYTES, FileRecord, file_key, new_file_id
 from app.storage.files.refs import add_refs, count_refs, referring_conversations, set_refs
 from app.storage.files.store import FileStore
+from app.storage.files.sweep import FileSweeper, sweep
 from app.storage.files.tables import FILE_BLOBS, FILE_CHUNKS, FILE_REFS, FILES
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "FileRecord",
     "FileRefused",
     "FileStore",
+    "FileSweeper",
     "FileTooLarge",
     "add_refs",
     "count_refs",
@@ -30,4 +32,5 @@ __all__ = [
     "new_file_id",
     "referring_conversations",
     "set_refs",
+    "sweep",
 ]

@@ -32,6 +32,7 @@ class FileRecord:
     purpose: str | None = None
     width: int | None = None
     height: int | None = None
+    from_message: bool = False
 
     @property
     def is_image(self) -> bool:
@@ -63,4 +64,5 @@ def to_file_record(row: Mapping[Any, Any]) -> FileRecord:
         purpose=row["purpose"],
         width=row["width"],
         height=row["height"],
+        from_message=bool(row["from_message"]),
     )

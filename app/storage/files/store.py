@@ -53,8 +53,9 @@ MAX_NAME_CHARS = 255
 class _Meter:
     """Counts, hashes and inspects the bytes as they pass; raises at the first that is refused."""
 
-    def __init__(self, name: str, sniffed: Sniffed, limit: int) -> None:
+    def __init__(self, name: str, sniffed: Sniffed, limit: int, from_message: bool) -> None:
         self.name, self.sniffed, self.limit = name, sniffed, limit
+        self.from_message = from_message
         self.size = 0
         self._sha = hashlib.sha256()
         self._inspection = Inspection(sniffed)
@@ -134,10 +135,14 @@ class FileStore:
         declared_type: str | None = None,
         *,
         purpose: str | None = None,
+        from_message: bool = False,
     ) -> FileRecord:
         """Store a file: its kind read from the bytes (FileRefused if none accepted, or if its
         name or declared type says otherwise), its size checked (FileTooLarge; FileEmpty), its
-        bytes stored once per owner. Nothing is stored when it raises."""
+        bytes stored once per owner. Nothing is stored when it raises.
+
+        ``from_message``: Parley makes the file for a message (a data URL, an import, a model's
+        image); it is kept only while a conversation refers to it (``sweep``)."""
         name = clean_name(name)
         chunks = _rechunk(data)
         head = b""
@@ -150,7 +155,7 @@ class FileStore:
             sniffed = sniff(head[:SNIFF_BYTES], name, declared_type)
         except UnsupportedMedia as exc:
             raise FileRefused(name, str(exc)) from None
-        meter = _Meter(name, sniffed, self.limit_for(sniffed.media_type))
+        meter = _Meter(name, sniffed, self.limit_for(sniffed.media_type), from_message)
         stream = meter.through(_prepend(head, chunks))
         blob_id = new_file_id()
         if self.s3 is None:
@@ -256,12 +261,14 @@ class FileStore:
             purpose=purpose,
             width=meter.sniffed.width,
             height=meter.sniffed.height,
+            from_message=meter.from_message,
         )
         values = {
             f: getattr(record, f)
             for f in ("id", "owner", "name", "media_type", "size", "sha256", "created_at")
         }
         values |= {"purpose": purpose, "width": record.width, "height": record.height}
+        values["from_message"] = record.from_message
         await session.execute(insert(FILES).values(**values, blob_id=blob_id))
         return record
 
@@ -372,6 +379,3 @@ class FileStore:
         )
         async with self.database.session(readonly=True) as session:
             return int((await session.execute(query)).scalar_one())
-
-    async def close(self) -> None:
-        """Nothing to release yet (boto3's client closes with the process)."""

@@ -15,6 +15,7 @@ from typing import cast
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     ForeignKey,
     Index,
     Integer,
@@ -72,6 +73,9 @@ class FileRow(Base):
     purpose: Mapped[str | None] = mapped_column(String(64))
     width: Mapped[int | None] = mapped_column(Integer)
     height: Mapped[int | None] = mapped_column(Integer)
+    # made by Parley from a message (a data URL, an import, a model's image), not uploaded:
+    # kept only while a conversation refers to it (the sweep deletes it after a grace period)
+    from_message: Mapped[bool] = mapped_column(Boolean, default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
     __table_args__ = (
