@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.storage import Database
-from app.storage.files import FILE_BLOBS, FILE_CHUNKS, FILES
+from app.storage.files import FILE_BLOBS, FILE_CHUNKS, FILES, add_refs
 from tests.api.conftest import LiveServer
 from tests.files import samples
 
@@ -232,3 +232,25 @@ def test_a_huge_content_length_is_refused_before_the_body(
         answer = conn.recv(65536).decode("latin-1")
     assert answer.startswith("HTTP/1.1 413"), answer[:200]
     assert "payload_too_large" in answer
+
+
+async def test_a_file_a_conversation_refers_to_is_kept_until_the_conversation_goes(
+    client: httpx.AsyncClient, database_url: str
+) -> None:
+    file_id = (await upload(client, samples.pdf(), "spec.pdf")).json()["id"]
+    created = await client.post("/conversations", json={}, headers=ALICE)
+    conversation_id = created.json()["id"]
+    database = Database(database_url)  # as the messages' layer records it (docs/files.md)
+    try:
+        async with database.transaction() as session:
+            await add_refs(session, conversation_id, [file_id])
+    finally:
+        await database.dispose()
+    refused = await client.delete(f"/files/{file_id}", headers=ALICE)
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "file_in_use"
+    assert refused.json()["conversation_ids"] == [conversation_id]
+    gone = await client.delete(f"/conversations/{conversation_id}", headers=ALICE)
+    assert gone.status_code == 204
+    assert (await client.delete(f"/files/{file_id}", headers=ALICE)).status_code == 204
+    assert await stored(database_url) == (0, 0, 0)
