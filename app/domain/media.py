@@ -54,9 +54,9 @@ _ALIASES: dict[str, frozenset[str]] = {
     WEBP: frozenset({WEBP}),
     PDF: frozenset({PDF, "application/x-pdf"}),
 }
-_TEXT_DECLARED = frozenset(
-    {TEXT, MARKDOWN, CSV, "text/x-markdown", "application/csv", "text/x-csv"}
-)
+# Windows browsers declare a .csv as Excel's type
+_CSV_DECLARED = frozenset({CSV, "application/csv", "text/x-csv", "application/vnd.ms-excel"})
+_TEXT_DECLARED = frozenset({TEXT, MARKDOWN, "text/x-markdown"}) | _CSV_DECLARED
 _UNDECLARED = frozenset({"", "application/octet-stream", "binary/octet-stream"})
 # Markup a browser would render: refused at the start of any text, and anywhere in an image.
 _MARKUP = (b"<!doctype html", b"<html", b"<svg", b"<?xml", b"<script", b"<iframe")
@@ -144,7 +144,7 @@ def _text_kind(head: bytes, ext: str, declared: str) -> str:
     kind = named if named in TEXT_TYPES else None
     if kind is None:
         kind = {"text/x-markdown": MARKDOWN, MARKDOWN: MARKDOWN}.get(declared)
-    if kind is None and declared in {CSV, "application/csv", "text/x-csv"}:
+    if kind is None and declared in _CSV_DECLARED:
         kind = CSV
     kind = kind or TEXT
     start = head.lstrip(b"\xef\xbb\xbf").lstrip()[:64].lower()

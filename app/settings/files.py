@@ -58,6 +58,17 @@ class FileSettings(BaseSettings):
             raise ValueError("must be `sql` or `s3://bucket/prefix`")
         return store.rstrip("/")
 
+    @field_validator("file_s3_endpoint_url", "file_s3_region", mode="after")
+    @classmethod
+    def _blank_is_none(cls, value: str | None) -> str | None:
+        # `PARLEY_FILE_S3_REGION=` (.env.example's line uncommented) means unset
+        return (value or "").strip() or None
+
+    @field_validator("file_s3_access_key_id", "file_s3_secret_access_key", mode="after")
+    @classmethod
+    def _blank_secret_is_none(cls, value: SecretStr | None) -> SecretStr | None:
+        return value if value is not None and value.get_secret_value().strip() else None
+
     def file_upload_limit(self) -> int:
         """The largest request body of ``POST /files``: the larger kind's limit, and room for
         the multipart framing and the ``purpose`` field."""

@@ -74,3 +74,18 @@ def test_an_end_that_is_not_the_kinds_own_is_refused(data: bytes) -> None:
     inspection.feed(data)
     with pytest.raises(UnsupportedMedia):
         inspection.finish(len(data))
+
+
+@pytest.mark.parametrize(
+    ("name", "declared", "kind"),
+    [
+        ("t.csv", "application/vnd.ms-excel", "text/csv"),  # as Windows browsers send it
+        ("data", "text/csv", "text/csv"),
+        ("notes", "text/markdown; charset=utf-8", "text/markdown"),
+        ("notes.txt", "application/octet-stream", "text/plain"),
+    ],
+)
+def test_a_texts_kind_follows_its_extension_then_its_declared_type(
+    name: str, declared: str, kind: str
+) -> None:
+    assert sniff(b"a,b\n", name, declared).media_type == kind
