@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -163,3 +164,14 @@ async def test_the_sweep_deletes_only_unreferenced_files_made_from_messages(
     assert await sweep(store, utcnow() + timedelta(seconds=1)) == 1
     assert {r.id for r in (await store.list("alice", 10))[0]} == {uploaded.id}
     assert await counts(database) == (1, 1, 1)
+
+
+async def test_the_same_bytes_put_at_once_are_stored_once(
+    store: FileStore, database: Database
+) -> None:
+    data = samples.pdf(300_000)
+    records = await asyncio.gather(*(store.put("alice", data, f"{i}.pdf") for i in range(5)))
+    assert len({r.id for r in records}) == 5
+    assert await counts(database) == (5, 1, 1)
+    for record in records:
+        assert await store.read("alice", record.id) == data
