@@ -4,7 +4,7 @@ and hostile uploads — each a clear 4xx that stores nothing."""
 from __future__ import annotations
 
 import socket
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -253,4 +253,28 @@ async def test_a_file_a_conversation_refers_to_is_kept_until_the_conversation_go
     gone = await client.delete(f"/conversations/{conversation_id}", headers=ALICE)
     assert gone.status_code == 204
     assert (await client.delete(f"/files/{file_id}", headers=ALICE)).status_code == 204
+    assert await stored(database_url) == (0, 0, 0)
+
+
+async def test_a_body_past_the_route_limit_without_a_length_is_a_413(
+    live_server: Callable[..., LiveServer], database_url: str
+) -> None:
+    server = live_server(file_max_image_bytes=1024, file_max_document_bytes=2048)
+    boundary = "x"
+    head = (
+        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.pdf"\r\n'
+        "Content-Type: application/pdf\r\n\r\n"
+    ).encode()
+
+    async def chunked() -> AsyncIterator[bytes]:  # no Content-Length: sent as it comes
+        yield head + samples.pdf(4096)[:4000]
+        for _ in range(40):
+            yield b"\0" * 65536
+        yield f"\r\n--{boundary}--\r\n".encode()
+
+    headers = {**ALICE, "Content-Type": f"multipart/form-data; boundary={boundary}"}
+    async with httpx.AsyncClient(base_url=server.url) as client:
+        response = await client.post("/files", content=chunked(), headers=headers)
+    assert response.status_code == 413
+    assert response.json()["code"] == "payload_too_large"
     assert await stored(database_url) == (0, 0, 0)
