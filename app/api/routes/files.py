@@ -20,6 +20,7 @@ from app.api.paths import public_path
 from app.api.problems import Unprocessable
 from app.api.schemas.files import FileOut, FilePage
 from app.conversations.files import FileService
+from app.domain.media import ACCEPTED_TYPES
 from app.storage.files import CHUNK_BYTES, FileRecord
 
 router = APIRouter(prefix="/files", tags=["files"])
@@ -147,7 +148,8 @@ def content_headers(record: FileRecord) -> dict[str, str]:
         200: {
             "description": "The bytes, with their media type.",
             "content": {
-                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+                media: {"schema": {"type": "string", "format": "binary"}}
+                for media in sorted(ACCEPTED_TYPES)
             },
         },
         404: _NOT_FOUND,
