@@ -23,6 +23,7 @@ from app.storage.errors import (
     driver_said,
     is_transient,
 )
+from app.storage.files import tables as _file_tables  # noqa: F401  (in Base.metadata)
 from app.storage.records import ConversationRecord, ToolOutcome, utcnow
 from app.storage.runs import EventRow, RunEnding, RunRecord, RunRepository, new_run_id
 

@@ -56,6 +56,10 @@ async def test_upgrade_check_downgrade_upgrade(
         "runs",
         "run_events",
         "idempotency_keys",
+        "files",
+        "file_blobs",
+        "file_chunks",
+        "file_refs",
     }
 
 
