@@ -17,6 +17,7 @@ from app.providers import build_selector, close_selector, open_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
 from app.runs.server_tools import builtin_tools
+from app.runs.titles import Titler
 from app.runs.writer import EventWriter
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
@@ -35,6 +36,7 @@ class Services:
     manager: RunManager = field(default_factory=RunManager)
     writer: EventWriter = field(init=False)
     listener: Listener = field(init=False)
+    titler: Titler = field(init=False)
 
     def __post_init__(self) -> None:
         self.writer = EventWriter(
@@ -45,6 +47,7 @@ class Services:
         )
         self.writer.on_flush = metrics.event_log_flush
         self.listener = Listener(self.database, self.manager.on_notification)
+        self.titler = Titler(self.settings, self.configs.selector, self.repository)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -94,6 +97,7 @@ class Services:
         ``shutdown_drain_seconds`` each: a database that stopped answering does not keep the
         process from exiting (what it could not store is what a crash would lose)."""
         await self.drain()
+        await self.titler.close()
         await self._within_drain(self.writer.close(), "store the last events")
         await self.listener.close()
         await close_selector(self.configs.selector)

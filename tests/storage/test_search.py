@@ -3,6 +3,8 @@ ranking, snippets and paging, and queries that are not the index's syntax; on bo
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from app.domain import MessageList, Role, TextMessage, ToolCallMessage
@@ -196,3 +198,14 @@ async def test_a_cursor_that_is_not_a_search_cursor_is_refused(store: Store) -> 
     for cursor in ("nope", newest_cursor or "x"):
         with pytest.raises(InvalidCursor):
             await find(store, query="word", cursor=cursor)
+
+
+async def test_titling_at_once_from_several_sessions_stores_exactly_one(store: Store) -> None:
+    created = await create(store, "hi")
+    attempts = [f"title {i}" for i in range(4)]
+    stored = await asyncio.gather(
+        *(store(lambda r, t=t: r.title_if_untitled(created.id, t)) for t in attempts)
+    )
+    assert sum(stored) == 1
+    winner = attempts[stored.index(True)]
+    assert (await store(lambda r: r.get(created.id))).title == winner
