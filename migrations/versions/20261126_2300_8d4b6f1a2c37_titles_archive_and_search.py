@@ -4,7 +4,8 @@
 database itself, on every write path (create, deltas, runs' group commits, fork, import, clear,
 rewind, delete):
 
-- PostgreSQL: generated ``tsvector`` columns (``messages.search`` over a text message's text,
+- PostgreSQL: generated ``tsvector`` columns (``messages.search`` over a text message's text
+  as ``parley_search_text(data)`` finds it,
   ``conversations.title_search`` over the title), each with a GIN index.
 - SQLite: FTS5 tables over the same text (``message_fts`` with the view ``message_search_text``
   as its external content, ``title_fts`` over ``conversations``), kept current by triggers.
@@ -27,18 +28,31 @@ down_revision: str | Sequence[str] | None = "5f2a8c4e1d93"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The text a message is found by: a TextMessage's (user or assistant), nothing else.
-PG_MESSAGE_TEXT = (
-    "CASE WHEN (data::json ->> 'type') = 'TextMessage' "
-    "THEN coalesce(data::json ->> 'text', '') ELSE '' END"
-)
+# The text a message is found by: a TextMessage's (user or assistant), nothing else; none for
+# a row that is not JSON (a damaged row is reported when read, never refused when written).
+PG_SEARCH_TEXT_FUNCTION = """
+CREATE FUNCTION parley_search_text(data text) RETURNS text
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
+BEGIN
+    IF (data::json ->> 'type') = 'TextMessage' THEN
+        RETURN coalesce(data::json ->> 'text', '');
+    END IF;
+    RETURN '';
+EXCEPTION WHEN others THEN
+    RETURN '';
+END
+$$
+"""
+PG_MESSAGE_TEXT = "coalesce(parley_search_text(data), '')"
 SQLITE_MESSAGE_TEXT = (
-    "CASE WHEN json_extract({row}.data, '$.type') = 'TextMessage' "
+    "CASE WHEN NOT json_valid({row}.data) THEN NULL "
+    "WHEN json_extract({row}.data, '$.type') = 'TextMessage' "
     "THEN json_extract({row}.data, '$.text') END"
 )
 TOKENIZE = "unicode61 remove_diacritics 0"  # as PostgreSQL's 'simple': case-folded words
 
 POSTGRES_UP = (
+    PG_SEARCH_TEXT_FUNCTION,
     "ALTER TABLE messages ADD COLUMN search tsvector GENERATED ALWAYS AS "
     f"(to_tsvector('simple'::regconfig, {PG_MESSAGE_TEXT})) STORED",
     "CREATE INDEX ix_messages_search ON messages USING gin (search)",
@@ -51,6 +65,7 @@ POSTGRES_DOWN = (
     "ALTER TABLE conversations DROP COLUMN title_search",
     "DROP INDEX ix_messages_search",
     "ALTER TABLE messages DROP COLUMN search",
+    "DROP FUNCTION parley_search_text(text)",
 )
 
 SQLITE_UP = (
