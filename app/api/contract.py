@@ -132,7 +132,7 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
         statuses |= {401, 503}  # every /conversations route: the key, and the database
     if has_path:
         statuses.add(404)
-        if method != "get" or path.endswith("/stream"):
+        if method not in ("get", "patch") or path.endswith("/stream"):  # PATCH: no lease
             statuses.add(409)
     if _IDEMPOTENCY_HEADER in headers:
         statuses.add(409)  # the key is in use by a request still being served
