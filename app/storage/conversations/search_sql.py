@@ -14,23 +14,26 @@ from __future__ import annotations
 
 SEARCH = {
     "postgresql": """
-WITH query AS (SELECT plainto_tsquery('simple', :terms) AS q),
-messages_hit AS (
+WITH messages_hit AS MATERIALIZED (
     SELECT DISTINCT ON (m.conversation_id)
-        m.conversation_id AS id, ts_rank(m.search, query.q) AS rank, m.idx AS best
-    FROM messages AS m, query
-    WHERE m.search @@ query.q
-    ORDER BY m.conversation_id, ts_rank(m.search, query.q) DESC, m.idx
+        m.conversation_id AS id,
+        ts_rank(m.search, plainto_tsquery('simple', :terms)) AS rank,
+        m.idx AS best
+    FROM messages AS m
+    WHERE m.search @@ plainto_tsquery('simple', :terms)
+    ORDER BY m.conversation_id, 2 DESC, m.idx
 ),
-titles_hit AS (
-    SELECT c.id, 2 * ts_rank(c.title_search, query.q) AS rank
-    FROM conversations AS c, query
-    WHERE c.title_search @@ query.q
+titles_hit AS MATERIALIZED (
+    SELECT c.id, 2 * ts_rank(c.title_search, plainto_tsquery('simple', :terms)) AS rank
+    FROM conversations AS c
+    WHERE c.title_search @@ plainto_tsquery('simple', :terms)
+),
+hits AS (
+    SELECT id, rank, best FROM messages_hit
+    UNION ALL SELECT id, rank, NULL FROM titles_hit
 )
-SELECT coalesce(mh.id, th.id) AS id,
-    CAST((coalesce(mh.rank, 0) + coalesce(th.rank, 0)) * 1000000 AS BIGINT) AS score,
-    mh.best AS best
-FROM messages_hit AS mh FULL OUTER JOIN titles_hit AS th ON th.id = mh.id
+SELECT id, CAST(sum(rank) * 1000000 AS BIGINT) AS score, max(best) AS best
+FROM hits GROUP BY id
 """,
     "sqlite": """
 WITH message_ranks AS MATERIALIZED (
