@@ -76,8 +76,10 @@ async def test_patch_refuses_a_stale_version_unknown_fields_and_long_titles(
         assert response.status_code == 422, (bad, response.text)
     response = await patch(client, conv["id"], {"title": "x" * 200})
     assert response.status_code == 200
+    blank = await patch(client, conv["id"], {"title": "   "})
+    assert blank.json()["title"] is None
     unchanged = (await client.get(f"/conversations/{conv['id']}")).json()
-    assert unchanged["version"] == 2
+    assert unchanged["version"] == 3
 
 
 async def test_patch_of_another_owners_conversation_is_404(client: httpx.AsyncClient) -> None:

@@ -180,7 +180,7 @@ async def patch_conversation(
     convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
     sent = body.model_fields_set
     edit = Edit(
-        title=body.title,
+        title=(body.title or "").strip() or None,  # a blank title is no title
         set_title="title" in sent,
         archived=(body.archived or False) if "archived" in sent else None,
         metadata=body.metadata,

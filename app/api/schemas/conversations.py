@@ -109,7 +109,10 @@ class ConversationPatch(BaseModel):
     )
 
     title: str | None = Field(
-        None, max_length=200, strict=True, description="The new title; null clears it."
+        None,
+        max_length=200,
+        strict=True,
+        description="The new title (trimmed); null or a blank one clears it.",
     )
     metadata: dict[str, JsonValue] | None = Field(
         None,
