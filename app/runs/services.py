@@ -17,6 +17,7 @@ from app.providers import build_selector, close_selector, open_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
 from app.runs.server_tools import builtin_tools
+from app.runs.titles import Titler
 from app.runs.writer import EventWriter
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
@@ -38,6 +39,7 @@ class Services:
     listener: Listener = field(init=False)
     files: FileStore = field(init=False)  # uploads and attachments (docs/files.md)
     file_sweeper: FileSweeper = field(init=False)
+    titler: Titler = field(init=False)
 
     def __post_init__(self) -> None:
         self.writer = EventWriter(
@@ -50,6 +52,7 @@ class Services:
         self.listener = Listener(self.database, self.manager.on_notification)
         self.files = FileStore(self.database, self.settings)
         self.file_sweeper = FileSweeper(self.files)
+        self.titler = Titler(self.settings, self.configs.selector, self.repository)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -101,6 +104,7 @@ class Services:
         ``shutdown_drain_seconds`` each: a database that stopped answering does not keep the
         process from exiting (what it could not store is what a crash would lose)."""
         await self.drain()
+        await self.titler.close()
         await self._within_drain(self.writer.close(), "store the last events")
         await self.listener.close()
         await close_selector(self.configs.selector)
