@@ -17,6 +17,7 @@ extensions (``errors``, ``run_id``, ``pending_tool_call_ids``…).
      ├── PayloadTooLarge (413)       body over the size limit
      ├── UnsupportedMediaType (415)  a body not sent as JSON, or in a Content-Encoding (gzip…)
      ├── Unprocessable (422)         validation: each bad field located in ``errors``
+     ├── TooManyRequests (429)       a key's limit: requests a minute, runs, budget; ``Retry-After``
      └── Unavailable (503)           shutting down, the database not answering (``Retry-After``);
                                      not ready (database, schema)
 
@@ -53,6 +54,7 @@ from app.runs.errors import (
     RunsError,
     ShuttingDown,
 )
+from app.spend import KeyNotFound, KeyRefused, LimitExceeded
 from app.storage import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -153,6 +155,10 @@ class Unprocessable(ApiProblem):
     status, slug, title = 422, ErrorCode.VALIDATION_ERROR, "Unprocessable content"
 
 
+class TooManyRequests(ApiProblem):
+    status, slug, title = 429, ErrorCode.RATE_LIMITED, "Too many requests"
+
+
 class Unavailable(ApiProblem):
     status, slug, title = 503, ErrorCode.SHUTTING_DOWN, "Service unavailable"
 
@@ -244,6 +250,9 @@ _ERROR_PROBLEMS: dict[type[Exception], Callable[[Any], ApiProblem]] = {
     ),
     IdempotencyKeyInUse: lambda e: Conflict(str(e), headers={"Retry-After": "1"}),
     ConversationError: lambda e: Unprocessable(str(e)),
+    LimitExceeded: lambda e: TooManyRequests(str(e), headers={"Retry-After": str(e.retry_after)}),
+    KeyRefused: lambda e: Unauthorized(str(e)),
+    KeyNotFound: lambda e: NotFound(str(e)),
 }
 
 

@@ -56,6 +56,9 @@ async def test_upgrade_check_downgrade_upgrade(
         "runs",
         "run_events",
         "idempotency_keys",
+        "keys",
+        "key_windows",
+        "usage_ledger",
     }
 
 
