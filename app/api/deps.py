@@ -20,9 +20,8 @@ from app.runs.events import ErrorCode
 from app.runs.follow import RunReader
 from app.runs.runner import RunService
 from app.runs.services import Services
-from app.spend import ANONYMOUS, KeyRecord
+from app.spend import KeyRecord
 
-__all__ = ["ANONYMOUS", "Caller", "CallerDep", "ServicesDep", "bearer_token"]
 MAX_VERSION_DIGITS = 18  # a version is a 64-bit integer; longer is not one we issued
 # Shapes the document states for values the server parses itself: a value of another shape is
 # its 400 (bad_if_match, invalid_cursor), so they are documented, not validated, by pydantic.
@@ -40,7 +39,7 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 
 # Declares the bearer scheme in the OpenAPI document (app.api.contract names it ``bearer``);
 # the header itself is read below, so a wrong scheme is a 401 rather than anonymous.
-_bearer = HTTPBearer(auto_error=False, scheme_name="bearer")
+bearer = HTTPBearer(auto_error=False, scheme_name="bearer")
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -85,7 +84,7 @@ class Caller:
 
 async def get_caller(
     request: Request,
-    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Caller:
     services = await get_services(request)  # called, not declared: no dependency to solve

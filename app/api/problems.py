@@ -54,7 +54,7 @@ from app.runs.errors import (
     RunsError,
     ShuttingDown,
 )
-from app.spend import KeyNotFound, KeyRefused, LimitExceeded
+from app.spend import KeyNotFound, KeyRefused, LimitExceeded, SpendError
 from app.storage import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -332,7 +332,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         return problem_response(problem)
 
     app.add_exception_handler(ApiProblem, on_problem)
-    for known in (StorageError, RunsError, ConversationError):
+    for known in (StorageError, RunsError, ConversationError, SpendError):
         app.add_exception_handler(known, on_known)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)

@@ -12,6 +12,7 @@ from app.spend.errors import (
     KeyRefused,
     LimitExceeded,
     RateLimited,
+    SpendError,
     TooManyRuns,
 )
 from app.spend.keys import KeyRecord, Limits
@@ -32,6 +33,7 @@ __all__ = [
     "Payer",
     "PriceTable",
     "RateLimited",
+    "SpendError",
     "TooManyRuns",
     "load_prices",
 ]

@@ -9,7 +9,11 @@ from __future__ import annotations
 import math
 
 
-class LimitExceeded(Exception):
+class SpendError(Exception):
+    """A refusal of app/spend (app/api/problems.py answers each as problem+json)."""
+
+
+class LimitExceeded(SpendError):
     """A key's limit refuses the request; ``retry_after`` seconds until it may pass."""
 
     def __init__(self, message: str, retry_after: float) -> None:
@@ -29,7 +33,7 @@ class BudgetExceeded(LimitExceeded):
     """The key spent its output tokens of the day or its dollars of the month."""
 
 
-class KeyNotFound(Exception):
+class KeyNotFound(SpendError):
     """No API key with this id."""
 
     def __init__(self, key_id: str) -> None:
@@ -37,5 +41,5 @@ class KeyNotFound(Exception):
         self.key_id = key_id
 
 
-class KeyRefused(Exception):
+class KeyRefused(SpendError):
     """No valid key: none given where one is required, an unknown one, revoked or expired."""

@@ -16,8 +16,10 @@ from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.paths import public_path
 from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
+from app.api.schemas.usage import UsageTotals
 from app.conversations.service import ConversationService
 from app.runs.services import Services
+from app.spend.ledger import conversation_totals
 
 router = APIRouter(prefix="/conversations", tags=["conversations"])
 
@@ -99,6 +101,9 @@ async def import_is_not_a_conversation() -> None:
 async def get_conversation(conversation_id: IdPath, caller: CallerDep) -> Response:
     """A conversation's config, status, message count and version (also its `ETag`)."""
     out = convert.conversation_out(await caller.conversations().get(conversation_id))
+    async with caller.services.database.session(readonly=True) as session:
+        totals = await conversation_totals(session, out.id)
+    out.usage = UsageTotals.model_validate(totals)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 
 

@@ -23,6 +23,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from app.api.schemas.base import SERVED
 from app.api.schemas.config import ConfigPatch
 from app.api.schemas.messages import InitialMessageIn, MessageListDocument
+from app.api.schemas.usage import UsageTotals
 
 _ITEMS: TypeAdapter[list[InitialMessageIn]] = TypeAdapter(list[InitialMessageIn])
 _DOCUMENT = TypeAdapter(MessageListDocument)
@@ -112,6 +113,11 @@ class ConversationOut(BaseModel):
     version: int
     run_id: str | None = Field(None, description="The running run, while status is running.")
     pending_tool_call_ids: list[str] = Field(default_factory=list)
+    usage: UsageTotals | None = Field(
+        None,
+        description="The model calls of its runs charged to the usage ledger, by kind, and "
+        "their cost (docs/spend.md): given by `GET /conversations/{id}`, null elsewhere.",
+    )
 
 
 class ConversationPage(BaseModel):
