@@ -54,13 +54,13 @@ class Payer:
 async def charge(
     session: AsyncConnection, payer: Payer, charges: Sequence[Charge], prices: PriceTable
 ) -> None:
-    """Write the calls' rows (in the caller's transaction); a call already written is kept."""
+    """Write the calls' rows (in the caller's transaction); a call already written is kept
+    (and not counted again in the metrics)."""
     if not charges:
         return
     rows = []
     for c in charges:
         tokens = {kind: int(getattr(c.usage, kind) or 0) for kind in TOKEN_KINDS}
-        cost = prices.cost(c.model, c.usage)
         rows.append(
             {
                 "run_id": payer.run_id,
@@ -71,16 +71,21 @@ async def charge(
                 "provider": c.provider,
                 "model": c.model,
                 **tokens,
-                "cost_usd": cost,
+                "cost_usd": prices.cost(c.model, c.usage),
                 "at": c.at,
             }
         )
-        charged(c.provider, c.model, tokens, cost)
     dialect = postgresql if session.dialect.name == "postgresql" else sqlite
-    statement = dialect.insert(USAGE_LEDGER).on_conflict_do_nothing(
-        index_elements=[_L.run_id, _L.call]
+    statement = (
+        dialect.insert(USAGE_LEDGER)
+        .on_conflict_do_nothing(index_elements=[_L.run_id, _L.call])
+        .returning(_L.call)
     )
-    await session.execute(statement, rows)
+    written = set((await session.execute(statement, rows)).scalars())
+    for row in rows:
+        if row["call"] in written:
+            tokens = {kind: row[kind] for kind in TOKEN_KINDS}
+            charged(row["provider"], row["model"], tokens, row["cost_usd"])
 
 
 def entries_from_log(rows: Sequence[EventRow]) -> list[Usage]:
