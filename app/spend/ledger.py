@@ -58,7 +58,7 @@ async def charge(
     (and not counted again in the metrics)."""
     if not charges:
         return
-    rows = []
+    rows: list[dict[str, Any]] = []
     for c in charges:
         tokens = {kind: int(getattr(c.usage, kind) or 0) for kind in TOKEN_KINDS}
         rows.append(
