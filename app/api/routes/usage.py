@@ -15,13 +15,13 @@ from pydantic import AwareDatetime
 from app.api.deps import bearer, bearer_token, get_services
 from app.api.problems import BadRequest
 from app.api.routes.admin import is_admin
-from app.api.schemas.usage import GroupBy, UsageOut
+from app.api.schemas.usage import GroupBy, UsageReport
 from app.spend.ledger import usage_report
 
 router = APIRouter(tags=["usage"])
 
 
-@router.get("/usage", response_model=UsageOut, response_model_by_alias=True)
+@router.get("/usage", response_model=UsageReport, response_model_by_alias=True)
 async def get_usage(
     request: Request,
     _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],

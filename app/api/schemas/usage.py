@@ -42,7 +42,7 @@ class UsageGroup(UsageTotals):
     )
 
 
-class UsageOut(BaseModel):
+class UsageReport(BaseModel):
     """The ledger summed by one dimension over a time range."""
 
     model_config = SERVED
