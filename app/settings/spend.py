@@ -5,7 +5,10 @@ Imports pydantic-settings only; a mixin of ``Settings`` (no ``model_config`` of 
 
 from __future__ import annotations
 
-from pydantic import Field, SecretStr
+import json
+from pathlib import Path
+
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings
 
 
@@ -37,3 +40,18 @@ class SpendSettings(BaseSettings):
         description="A JSON price table (the shape of app/spend/prices.json) whose models "
         "replace or add to the shipped ones; empty: the shipped table alone.",
     )
+
+    @field_validator("prices_file", mode="after")
+    @classmethod
+    def _a_price_table(cls, value: str) -> str:
+        """A file that is not a JSON object with a ``models`` object stops the process (status
+        2, one line) rather than its first model call."""
+        if not value:
+            return value
+        try:
+            document = json.loads(Path(value).read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"cannot read a price table from {value!r}: {exc}") from exc
+        if not isinstance(document, dict) or not isinstance(document.get("models"), dict):
+            raise ValueError(f"{value!r} is not a price table: an object with a 'models' object")
+        return value
