@@ -123,6 +123,7 @@ async def test_thirty_clients_race_one_keys_last_tokens_and_dollars(
         assert all(a.json()["code"] in ("budget_exceeded", "too_many_runs") for a in refused)
         total = await spent(http, procs[0].url, key["id"])
         charged = total["cost_usd"] if kind.startswith("budget") else total["output_tokens"]
+        print(f"{kind}: limit {limit}, one run {per_run}, charged {charged}, {len(ran)} of 30 ran")
         assert charged <= limit + per_run * 1.0001, (charged, limit, per_run, len(ran))
         late = await run_once(http, procs[1].url, key["token"])
         assert late.status_code == 429 and late.json()["code"] == "budget_exceeded"
