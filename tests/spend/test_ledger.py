@@ -5,6 +5,7 @@ table (an unknown model: cost null, counted), summed by `/usage`, a conversation
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,9 +13,11 @@ import httpx
 from prometheus_client import REGISTRY
 
 from app.domain import Usage
+from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable
 from app.spend.ledger import charge, conversation_totals, usage_report
 from app.storage import Database
+from tests.api.conftest import app_client
 from tests.api.sse import Event, parse
 from tests.spend.conftest import ADMIN_HEADERS, bearer, make_key
 
@@ -134,3 +137,28 @@ async def test_an_unknown_model_is_charged_with_cost_null_and_counted_once(
     assert totals["calls"] == 1 and totals["cost_usd"] is None and totals["unpriced_calls"] == 1
     assert report[0]["group"] == "openai/gpt-mystery"
     assert unpriced() == before + 1
+
+
+async def test_an_aborted_run_is_charged_for_no_call_it_did_not_finish(
+    settings: Settings,
+) -> None:
+    """A run completes (one call); the next is cancelled mid-reply (its call never reached its
+    `message_stop`): the ledger holds the first call alone, equal to the streams'
+    `message_stop`s, and the aborted run's row is charged nothing."""
+    slow = settings.model_copy(update={"offline_delay_ms": 50})
+    async with app_client(slow) as client:
+        token = (await make_key(client))["token"]
+        cid, first = await converse(client, token, "one two")
+        ask = {"messages": [{"role": "user", "text": " ".join(f"w{i}" for i in range(40))}]}
+        url = f"/conversations/{cid}/stream?on_disconnect=continue"
+        streaming = asyncio.create_task(client.post(url, json=ask, headers=bearer(token)))
+        await asyncio.sleep(0.5)
+        cancelled = await client.post(f"/conversations/{cid}/cancel", headers=bearer(token))
+        assert cancelled.status_code == 202, cancelled.text
+        second = parse((await streaming).text)
+        assert second[-1].data["status"] == "aborted"
+        assert any(e.name == "content_block_delta" for e in second)
+        totals = (await client.get(f"/conversations/{cid}", headers=bearer(token))).json()["usage"]
+        both = first + second
+        assert totals["calls"] == sum(e.name == "message_stop" for e in both) == 1
+        assert {k: totals[k] for k in KINDS} == stop_usage(both)
