@@ -134,6 +134,9 @@ DESCRIPTIONS = {
     "(`unsupported_content_encoding`); or it is not sent as `Content-Type: application/json` "
     "(`unsupported_media_type`).",
     422: "The request is invalid: each bad field is located in `errors` (`loc`, `msg`, `type`).",
+    429: "The key's limit (docs/spend.md): its requests this minute (`rate_limited`), its runs "
+    "going (`too_many_runs`) or its output tokens of the day or dollars of the month "
+    "(`budget_exceeded`); retry after `Retry-After` seconds.",
     503: "The server is shutting down or not ready, or its database does not answer "
     "(`database_unavailable`); retry after `Retry-After` seconds.",
 }
@@ -187,6 +190,8 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
         statuses.add(400)
     if operation.get("security"):
         statuses |= {401, 503}  # every /conversations route: the key, and the database
+        # the admin API is 404 while PARLEY_ADMIN_TOKEN is unset; a key's limits are 429
+        statuses.add(404 if path.startswith("/admin/") else 429)
     if has_path:
         statuses.add(404)
         if method not in ("get", "patch"):  # PATCH takes no lease; GET starts no run
@@ -218,7 +223,7 @@ _RUN_ID = {
 }
 _RETRY_AFTER = {
     "description": "Seconds to wait before retrying (`database_unavailable`, `shutting_down`, "
-    "`idempotency_key_in_use`).",
+    "`idempotency_key_in_use`, a key's limits).",
     "required": False,
     "schema": {"type": "string", "pattern": "^[0-9]+$"},
 }
@@ -244,7 +249,7 @@ def _response_headers(
         headers["Location"] = _LOCATION
     if status == "200" and SSE in content:
         headers["X-Run-Id"] = _RUN_ID
-    if status in ("409", "503"):
+    if status in ("409", "429", "503"):
         headers["Retry-After"] = _RETRY_AFTER
     if idempotent and status.startswith("2"):
         headers["Idempotent-Replayed"] = _REPLAYED

@@ -6,8 +6,6 @@ May import FastAPI, settings and the runs layer.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from dataclasses import dataclass
 from typing import Annotated
 
@@ -22,8 +20,8 @@ from app.runs.events import ErrorCode
 from app.runs.follow import RunReader
 from app.runs.runner import RunService
 from app.runs.services import Services
+from app.spend import KeyRecord
 
-ANONYMOUS = "anonymous"
 MAX_VERSION_DIGITS = 18  # a version is a 64-bit integer; longer is not one we issued
 # Shapes the document states for values the server parses itself: a value of another shape is
 # its 400 (bad_if_match, invalid_cursor), so they are documented, not validated, by pydantic.
@@ -41,24 +39,17 @@ ServicesDep = Annotated[Services, Depends(get_services)]
 
 # Declares the bearer scheme in the OpenAPI document (app.api.contract names it ``bearer``);
 # the header itself is read below, so a wrong scheme is a 401 rather than anonymous.
-_bearer = HTTPBearer(auto_error=False, scheme_name="bearer")
+bearer = HTTPBearer(auto_error=False, scheme_name="bearer")
 
 
-def owner_of(services: Services, authorization: str | None) -> str:
-    """Who is calling: derived from the bearer token (each token sees only its own)."""
-    token = None
-    if authorization:
-        scheme, _, value = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not value.strip():
-            raise Unauthorized("use 'Authorization: Bearer <token>'")
-        token = value.strip()
-    allowed = [k.encode() for k in services.settings.accepted_api_keys()]
-    given = token.encode("utf-8", "surrogateescape") if token is not None else None
-    if allowed and not any(given and hmac.compare_digest(given, k) for k in allowed):
-        raise Unauthorized("a valid API key is required: 'Authorization: Bearer <key>'")
-    if token is None:
-        return ANONYMOUS
-    return "key:" + hashlib.sha256(token.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+def bearer_token(authorization: str | None) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header (None without one)."""
+    if not authorization:
+        return None
+    scheme, _, value = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        raise Unauthorized("use 'Authorization: Bearer <token>'")
+    return value.strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +63,8 @@ class Caller:
 
     services: Services
     owner: str
+    key: KeyRecord | None = None
+    """The database key calling (app/spend: its limits), if it is one."""
 
     def conversations(self) -> ConversationService:
         return ConversationService(self.services, self.owner)
@@ -80,7 +73,7 @@ class Caller:
         return HistoryService(self.services, self.owner)
 
     def runs(self) -> RunService:
-        return RunService(self.services, self.owner)
+        return RunService(self.services, self.owner, self.key)
 
     def reader(self) -> RunReader:
         return RunReader(self.services, self.owner)
@@ -91,11 +84,12 @@ class Caller:
 
 async def get_caller(
     request: Request,
-    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(_bearer)],
+    _scheme: Annotated[HTTPAuthorizationCredentials | None, Security(bearer)],
     authorization: Annotated[str | None, Header(include_in_schema=False)] = None,
 ) -> Caller:
     services = await get_services(request)  # called, not declared: no dependency to solve
-    return Caller(services, owner_of(services, authorization))
+    grant = await services.keys.grant(bearer_token(authorization))
+    return Caller(services, grant.owner, grant.key)
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

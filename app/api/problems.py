@@ -17,6 +17,7 @@ extensions (``errors``, ``run_id``, ``pending_tool_call_ids``…).
      ├── PayloadTooLarge (413)       body over the size limit
      ├── UnsupportedMediaType (415)  a body not sent as JSON, or in a Content-Encoding (gzip…)
      ├── Unprocessable (422)         validation: each bad field located in ``errors``
+     ├── TooManyRequests (429)       a key's limit: requests a minute, runs, budget; ``Retry-After``
      └── Unavailable (503)           shutting down, the database not answering (``Retry-After``);
                                      not ready (database, schema)
 
@@ -53,6 +54,7 @@ from app.runs.errors import (
     RunsError,
     ShuttingDown,
 )
+from app.spend import KeyNotFound, KeyRefused, LimitExceeded, SpendError
 from app.storage import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -154,6 +156,10 @@ class Unprocessable(ApiProblem):
     status, slug, title = 422, ErrorCode.VALIDATION_ERROR, "Unprocessable content"
 
 
+class TooManyRequests(ApiProblem):
+    status, slug, title = 429, ErrorCode.RATE_LIMITED, "Too many requests"
+
+
 class Unavailable(ApiProblem):
     status, slug, title = 503, ErrorCode.SHUTTING_DOWN, "Service unavailable"
 
@@ -252,6 +258,9 @@ _ERROR_PROBLEMS: dict[type[Exception], Callable[[Any], ApiProblem]] = {
     ),
     IdempotencyKeyInUse: lambda e: Conflict(str(e), headers={"Retry-After": "1"}),
     ConversationError: lambda e: Unprocessable(str(e)),
+    LimitExceeded: lambda e: TooManyRequests(str(e), headers={"Retry-After": str(e.retry_after)}),
+    KeyRefused: lambda e: Unauthorized(str(e)),
+    KeyNotFound: lambda e: NotFound(str(e)),
 }
 
 
@@ -331,7 +340,7 @@ def install_problem_handlers(app: FastAPI) -> None:
         return problem_response(problem)
 
     app.add_exception_handler(ApiProblem, on_problem)
-    for known in (StorageError, RunsError, ConversationError):
+    for known in (StorageError, RunsError, ConversationError, SpendError):
         app.add_exception_handler(known, on_known)
     app.add_exception_handler(RequestValidationError, on_validation)
     app.add_exception_handler(StarletteHTTPException, on_http)

@@ -214,7 +214,7 @@ class ConversationService:
                 raise NoActiveRun(conversation_id)
             lease = self.services.settings.run_lease_seconds
             if not record.is_running() and await recover(
-                repo, self.services.manager, lease, conversation_id
+                repo, self.services.manager, lease, conversation_id, self.services.prices
             ):
                 return run_id  # its process died: ended here (else it is ours, stalled: alive)
             await RunRepository(repo.session).request_cancel(run_id)

@@ -27,6 +27,7 @@ from app.runs.errors import (
     PendingToolCalls,
     ShuttingDown,
 )
+from app.spend import BudgetExceeded, KeyNotFound, KeyRefused, RateLimited, TooManyRuns
 from app.storage import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -100,6 +101,10 @@ class ErrorCode(StrEnum):
     FILE_TOO_LARGE = "file_too_large"
     EMPTY_FILE = "empty_file"
     FILE_IN_USE = "file_in_use"
+    # a key's limits (app/spend; rate_limited above is also a key's requests per minute)
+    TOO_MANY_RUNS = "too_many_runs"
+    BUDGET_EXCEEDED = "budget_exceeded"
+    KEY_NOT_FOUND = "key_not_found"
 
 
 # Each exception's code; one not listed is looked up by its base classes, nearest first (so
@@ -132,6 +137,12 @@ ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     ShuttingDown: ErrorCode.SHUTTING_DOWN,
     IdempotencyKeyReused: ErrorCode.IDEMPOTENCY_KEY_REUSED,
     IdempotencyKeyInUse: ErrorCode.IDEMPOTENCY_KEY_IN_USE,
+    # a key's limits
+    RateLimited: ErrorCode.RATE_LIMITED,
+    TooManyRuns: ErrorCode.TOO_MANY_RUNS,
+    BudgetExceeded: ErrorCode.BUDGET_EXCEEDED,
+    KeyRefused: ErrorCode.UNAUTHORIZED,
+    KeyNotFound: ErrorCode.KEY_NOT_FOUND,
     # the domain: a run's failures, and a conversation that cannot be what was asked
     ToolRoundLimitError: ErrorCode.MAX_TOOL_ROUNDS,
     ContextWindowError: ErrorCode.CONTEXT_TOO_LONG,

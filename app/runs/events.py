@@ -47,6 +47,7 @@ from app.runs.payloads import (
     dumps,
 )
 from app.runs.payloads import EventName as EventName  # re-exported, with the bodies
+from app.spend import BudgetExceeded
 from app.storage import LeaseLost
 from app.storage.runs import FinalStatus as FinalStatus  # how a run ended, re-exported
 from app.storage.runs import RunStatus as RunStatus  # a run's status, re-exported
@@ -166,7 +167,12 @@ def error_data(code: str, detail: str, retryable: bool) -> ErrorEventData:
     return ErrorEventData(code=code, detail=detail, retryable=retryable)
 
 
-_RUN_FAILURES = (ToolRoundLimitError, ContextWindowError, ConversationConfigurationError)
+_RUN_FAILURES = (
+    ToolRoundLimitError,
+    ContextWindowError,
+    ConversationConfigurationError,
+    BudgetExceeded,  # the key's budget, crossed by the run's last model call (app/spend)
+)
 """The domain's reasons a run fails, told as they are (their codes: app/runs/codes.py)."""
 
 

@@ -167,5 +167,7 @@ class RunReader:
         if record.lease_run_id == run.id and expires is not None and expires <= utcnow():
             async with self.services.repository(None) as repo:
                 lease = self.services.settings.run_lease_seconds
-                await recover(repo, self.services.manager, lease, run.conversation_id)
+                await recover(
+                    repo, self.services.manager, lease, run.conversation_id, self.services.prices
+                )
         return False

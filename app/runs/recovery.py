@@ -28,6 +28,8 @@ from app.runs.events import (
 from app.runs.live import RunManager
 from app.runs.log_codec import merged_rows, unfinished_reply
 from app.runs.payloads import EventData
+from app.spend import PriceTable, load_prices
+from app.spend.ledger import charge_abandoned
 from app.storage import ConversationRepository, LeaseExpired, RunNotFound, RunRepository
 
 if TYPE_CHECKING:
@@ -49,12 +51,16 @@ async def recovering(
     except LeaseExpired as expired:
         async with services.repository(owner) as repo:
             lease = services.settings.run_lease_seconds
-            await recover(repo, services.manager, lease, expired.conversation_id)
+            await recover(repo, services.manager, lease, expired.conversation_id, services.prices)
     return await attempt()
 
 
 async def recover(
-    repo: ConversationRepository, manager: RunManager, lease_seconds: float, conversation_id: str
+    repo: ConversationRepository,
+    manager: RunManager,
+    lease_seconds: float,
+    conversation_id: str,
+    prices: PriceTable | None = None,
 ) -> bool:
     """In ``repo``'s transaction, which the caller commits: lock the conversation and, when the
     lease of a run on it expired, recover that run. A run of this process (``manager``) is alive
@@ -68,15 +74,19 @@ async def recover(
         log.warning("run %s outlived its lease (this process stalled); renewing it", run_id)
         await repo.renew_lease(conversation_id, run_id, lease_seconds)
         return False
-    await end_abandoned_run(repo, conversation_id, run_id)
+    await end_abandoned_run(repo, conversation_id, run_id, prices)
     await repo.release_lease(conversation_id, run_id)
     return True
 
 
 async def end_abandoned_run(
-    repo: ConversationRepository, conversation_id: str, run_id: str
+    repo: ConversationRepository,
+    conversation_id: str,
+    run_id: str,
+    prices: PriceTable | None = None,
 ) -> None:
-    """Store the text the dead run streamed as an incomplete reply; mark it ``interrupted``.
+    """Store the text the dead run streamed as an incomplete reply; mark it ``interrupted``;
+    charge the model calls its log kept (their ``message_stop`` events) to the usage ledger.
 
     Its ``message``, ``error`` and ``done`` are numbered ``RECOVERY_GAP`` past the stored log:
     the dead process may have sent events it never stored, under the ids that follow it."""
@@ -101,6 +111,7 @@ async def end_abandoned_run(
     after = recovered_after(rows[-1].last_seq if rows else 0)
     await runs.add_events(merged_rows(run_id, numbered(after, bodies)))
     await runs.finish(run_id, "interrupted", error_code=ErrorCode.PROCESS_LOST)
+    await charge_abandoned(repo.session, run_id, rows, prices or load_prices())
     await runs.notify(f"e:{run_id}")
     log.warning(
         "run %s of conversation %s was abandoned by its process; kept %d characters of its reply",

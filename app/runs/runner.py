@@ -60,6 +60,8 @@ from app.runs.recovery import recovering
 from app.runs.services import Services
 from app.runs.titles import TitleRequest, first_user_text
 from app.runs.writer import Commit, Ending
+from app.spend import BudgetExceeded, Charge, KeyRecord, Payer
+from app.spend.limits import admit_run, check_run_budget
 from app.storage import (
     ConversationNotFound,
     ConversationRecord,
@@ -67,6 +69,7 @@ from app.storage import (
     RunRepository,
     driver_said,
     new_run_id,
+    utcnow,
 )
 
 log = logging.getLogger(__name__)
@@ -82,6 +85,9 @@ _STOPPED_STATUS: dict[str, FinalStatus] = {
 class _Progress:
     """What the run's task knows while it drives the stream."""
 
+    payer: Payer
+    provider: str
+    model: str
     usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(Usage.KINDS, 0))
     reply_complete: bool = False
     model_finished: bool = False
@@ -89,14 +95,20 @@ class _Progress:
     inflight: Commit | None = None
     untitled: bool = False
     """The conversation had no title when the run's ending was stored."""
+    charges: list[Charge] = field(default_factory=list)
+    """Each model call's usage, for the ledger (app/spend), written with the ending."""
+    round_over: bool = False
+    """A model call asked for tools: the budget is checked once they are stored."""
 
 
 class RunService:
     """Starts runs for one owner."""
 
-    def __init__(self, services: Services, owner: str) -> None:
+    def __init__(self, services: Services, owner: str, key: KeyRecord | None = None) -> None:
         self.services = services
         self.owner = owner
+        self.key = key
+        """The database key starting the runs: its limits are checked (app/spend)."""
 
     async def start(
         self,
@@ -118,10 +130,12 @@ class RunService:
             self.owner,
             lambda: self._begin(conversation_id, run_id, delta, expected_version, on_disconnect),
         )
-        record, messages, config, adapter_name, started = begun
+        record, messages, config, (adapter_name, model), started = begun
         conversation = LLMConversation(messages, config)
         observer = RunObserver(adapter_name, record.id, run_id)
         logged = services.settings.run_event_log
+        key_id = self.key.id if self.key is not None else None
+        payer = Payer(run_id, record.id, self.owner, key_id)
         run = LiveRun(
             run_id,
             record.id,
@@ -135,7 +149,10 @@ class RunService:
         )
         run.hold_lease_until(asked_at + services.settings.run_lease_seconds)
         services.manager.add(run)
-        run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
+        progress = _Progress(payer=payer, provider=adapter_name, model=model)
+        run.task = asyncio.create_task(
+            self._run(run, conversation, observer, progress), name=f"run-{run_id}"
+        )
         if services.manager.shutting_down:  # the drain began while this run was starting
             run.stop("shutdown")
         return run
@@ -147,7 +164,7 @@ class RunService:
         delta: Delta,
         expected_version: int | None,
         on_disconnect: OnDisconnect,
-    ) -> tuple[ConversationRecord, MessageList, ConversationConfig, str, RunEvent]:
+    ) -> tuple[ConversationRecord, MessageList, ConversationConfig, tuple[str, str], RunEvent]:
         """The start's one write transaction: the delta, the lease, the run and its first
         event, and the messages read under the lock. A refusal rolls them all back."""
         services = self.services
@@ -167,7 +184,7 @@ class RunService:
                 raise NothingToAnswer(conversation_id)
             config = services.configs.build(record.config, record.id)
             try:
-                adapter, _ = config.select()
+                adapter, model = config.select()
             except ConversationConfigurationError as exc:
                 available = services.configs.selector.available
                 raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
@@ -175,18 +192,26 @@ class RunService:
                 run_started(run_id, record.id, record.message_count, record.version)
             )
             runs = RunRepository(repo.session)
-            await runs.create(run_id, record.id, self.owner, on_disconnect)
+            key = self.key
+            if key is not None:  # its concurrent runs and budget, with its row locked
+                await admit_run(repo.session, key, utcnow())
+            key_id = key.id if key is not None else None
+            spend = {"key_id": key_id, "provider": adapter.name, "model": model}
+            await runs.create(run_id, record.id, self.owner, on_disconnect, **spend)
             await runs.add_events(merged_rows(run_id, [started]))
-        return record, messages, config, adapter.name, started
+        return record, messages, config, (adapter.name, model), started
 
     # --- the run's task -------------------------------------------------------------------------
 
     async def _run(
-        self, run: LiveRun, conversation: LLMConversation, observer: RunObserver
+        self,
+        run: LiveRun,
+        conversation: LLMConversation,
+        observer: RunObserver,
+        progress: _Progress,
     ) -> None:
         observer.started()
         run.running = True
-        progress = _Progress()
         error: ErrorEventData | None = None
         try:
             if run.stop_reason is not None:  # stopped before it began
@@ -242,6 +267,9 @@ class RunService:
                         progress.reply_complete = True
                     else:
                         await self._store(run, conversation, progress, event.index + 1)
+                        if progress.round_over and event.index + 1 == len(conversation.messages):
+                            progress.round_over = False  # the tools' results are stored
+                            await self._within_budget(progress)
                     continue
                 observer.chunk(event)
                 if isinstance(event, ReasoningDone):
@@ -250,10 +278,32 @@ class RunService:
                     progress.model_finished = event.stop_reason != "tool_use"
                     for kind, count in event.usage.as_dict().items():
                         progress.usage[kind] += count or 0
+                    progress.charges.append(
+                        Charge(
+                            len(progress.charges) + 1,
+                            progress.provider,
+                            progress.model,
+                            event.usage,
+                            utcnow(),
+                        )
+                    )
+                    progress.round_over = event.stop_reason == "tool_use"
                 out = run.next_chunk(event)
                 run.publish([out])
                 writer.add(run, out)
         return _natural_status(conversation)
+
+    async def _within_budget(self, progress: _Progress) -> None:
+        """Before the next model call: ``BudgetExceeded`` if the key's budget is spent (the
+        run ends ``failed`` with what it stored; its calls are charged with its ending)."""
+        key = self.key
+        if key is None or not key.limits.budgeted:
+            return
+        prices = self.services.prices
+        usd = sum(prices.cost(c.model, c.usage) or 0.0 for c in progress.charges)
+        tokens = sum(c.usage.output_tokens or 0 for c in progress.charges)
+        async with self.services.database.session(readonly=True) as session:
+            await check_run_budget(session, key, tokens, usd, utcnow())
 
     async def _store(
         self, run: LiveRun, conversation: LLMConversation, progress: _Progress, upto: int
@@ -304,7 +354,7 @@ class RunService:
             bodies.append(done(status, record.message_count, record.version))
             return bodies
 
-        ending = Ending(status, error.code if error else None, dict(progress.usage))
+        ending = _ending(progress, status, error.code if error else None)
         try:
             stored = await self.services.writer.commit(Commit(run, messages, events, ending))
         except (LeaseLost, ConversationNotFound) as exc:
@@ -343,7 +393,7 @@ class RunService:
             run.version = record.version
             return [error, done("failed", record.message_count, record.version)]
 
-        ending = Ending("failed", error.code, dict(progress.usage))
+        ending = _ending(progress, "failed", error.code)
         try:
             stored = await self.services.writer.commit(Commit(run, [], events, ending))
         except Exception as again:
@@ -361,6 +411,11 @@ class RunService:
         error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
         status: FinalStatus = "aborted" if _lost(exc) else "failed"
         run.publish(run.next_events([error, done(status, run.persisted, run.version)]))
+
+
+def _ending(progress: _Progress, status: FinalStatus, code: str | None) -> Ending:
+    """The run's ending: its status, usage, and its model calls for the ledger."""
+    return Ending(status, code, dict(progress.usage), progress.payer, tuple(progress.charges))
 
 
 def _complete_last_reply(conversation: LLMConversation) -> bool:
@@ -386,5 +441,5 @@ def _natural_status(conversation: LLMConversation) -> FinalStatus:
 
 def _expected(exc: Exception) -> bool:
     """Failures that are the provider's or the conversation's, not a bug of ours."""
-    expected = ProviderError, ToolRoundLimitError, ContextWindowError
+    expected = ProviderError, ToolRoundLimitError, ContextWindowError, BudgetExceeded
     return isinstance(exc, (*expected, ConversationConfigurationError))

@@ -20,6 +20,7 @@ from app.runs.server_tools import builtin_tools
 from app.runs.titles import Titler
 from app.runs.writer import EventWriter
 from app.settings import Settings
+from app.spend import KeyAccess, PriceTable, load_prices
 from app.storage import ConversationRepository, Database
 from app.storage.files import FileStore, FileSweeper
 from app.storage.notify import Listener
@@ -40,13 +41,19 @@ class Services:
     files: FileStore = field(init=False)  # uploads and attachments (docs/files.md)
     file_sweeper: FileSweeper = field(init=False)
     titler: Titler = field(init=False)
+    keys: KeyAccess = field(init=False)
+    """Who is calling (database keys, cached briefly) and their requests per minute."""
+    prices: PriceTable = field(init=False)
 
     def __post_init__(self) -> None:
+        self.keys = KeyAccess(self.settings, self.database)
+        self.prices = load_prices(self.settings.prices_file)
         self.writer = EventWriter(
             self.settings,
             self.manager,
             lambda: self.repository(None),
             lambda: self.reader(None),
+            self.prices,
         )
         self.writer.on_flush = metrics.event_log_flush
         self.listener = Listener(self.database, self.manager.on_notification)

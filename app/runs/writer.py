@@ -27,6 +27,9 @@ from app.runs.log_codec import merged_rows
 from app.runs.payloads import EventData
 from app.runs.recovery import recover
 from app.settings import Settings
+from app.spend import Charge, Payer, PriceTable, load_prices
+from app.spend.ledger import charge
+from app.spend.limits import prune_windows
 from app.storage import (
     ConversationNotFound,
     ConversationRecord,
@@ -40,6 +43,7 @@ from app.storage import (
     StorageError,
     driver_said,
     is_transient,
+    utcnow,
 )
 
 log = logging.getLogger(__name__)
@@ -53,11 +57,13 @@ def _said(exc: BaseException) -> str:
 
 @dataclass(frozen=True)
 class Ending:
-    """How a run ended, for its row."""
+    """How a run ended, for its row; its model calls, for the usage ledger (app/spend)."""
 
     status: FinalStatus
     error_code: str | None = None
     usage: dict[str, Any] | None = None
+    payer: Payer | None = None
+    charges: Sequence[Charge] = ()
 
 
 @dataclass(eq=False)
@@ -89,8 +95,10 @@ class EventWriter:
         manager: RunManager,
         repository: Repositories,
         reader: Repositories,
+        prices: PriceTable | None = None,
     ) -> None:
         self._settings = settings
+        self._prices = prices or load_prices(settings.prices_file)
         self._manager = manager
         self._repository = repository
         self._reader = reader
@@ -273,7 +281,7 @@ class EventWriter:
             # Only the run holding its conversation writes to its log. A run whose lease was
             # taken while this process stood still (past the lease: another process ended the
             # run) has its events dropped and is stopped; its commits meet LeaseLost.
-            landing = await _land(repo, commits) if commits else _Landing()
+            landing = await _land(repo, commits, self._prices) if commits else _Landing()
             lost = landing.lost
             committing = {commit.run.run_id for commit in commits}
             waiting = [g.run for g in groups if g.run.run_id not in committing]
@@ -317,7 +325,7 @@ class EventWriter:
             abandoned = await RunRepository(reader.session).abandoned(cutoff)
         for conversation_id in abandoned:
             async with self._repository() as repo:
-                await recover(repo, self._manager, lease, conversation_id)
+                await recover(repo, self._manager, lease, conversation_id, self._prices)
             self.transactions += 1
 
     async def _renew_leases(self) -> None:
@@ -356,6 +364,7 @@ class EventWriter:
         cutoff = datetime.now(UTC) - timedelta(seconds=self._settings.run_event_retention_seconds)
         async with self._repository() as repo:
             pruned = await RunRepository(repo.session).prune_events(cutoff)
+            await prune_windows(repo.session, utcnow())
         self.transactions += 1
         if pruned:
             log.info("pruned %d stored events of runs finished before %s", pruned, cutoff)
@@ -380,9 +389,11 @@ class _Landing:
     lost: list[LiveRun] = field(default_factory=list)
 
 
-async def _land(repo: ConversationRepository, commits: list[Commit]) -> _Landing:
-    """Store the commits' messages and endings in ``repo``'s transaction; number their events
-    (each run numbers its own)."""
+async def _land(
+    repo: ConversationRepository, commits: list[Commit], prices: PriceTable
+) -> _Landing:
+    """Store the commits' messages and endings in ``repo``'s transaction, and the ending runs'
+    model calls in the usage ledger; number their events (each run numbers its own)."""
     landing = _Landing()
     records = await repo.append_for_runs([_append(c) for c in commits])
     endings: list[RunEnding] = []
@@ -398,6 +409,8 @@ async def _land(repo: ConversationRepository, commits: list[Commit]) -> _Landing
         landing.events.setdefault(run.run_id, []).extend(numbered)
         if (ending := commit.ending) is not None:
             endings.append(RunEnding(run.run_id, ending.status, ending.error_code, ending.usage))
+            if ending.payer is not None:
+                await charge(repo.session, ending.payer, ending.charges, prices)
     await RunRepository(repo.session).finish_many(endings)
     return landing
 

@@ -24,6 +24,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from app.settings.caching import CachingSettings
 from app.settings.checks import is_host_pattern, is_origin, names_a_host
 from app.settings.files import FileSettings
+from app.settings.spend import SpendSettings
 from app.settings.streams import StreamSettings
 from app.settings.titles import TitleSettings
 
@@ -46,7 +47,9 @@ def _sdk_env(name: str) -> AliasChoices:
     return AliasChoices(f"PARLEY_{name}", name, name.lower())
 
 
-class Settings(CachingSettings, FileSettings, StreamSettings, TitleSettings, BaseSettings):
+class Settings(
+    CachingSettings, FileSettings, SpendSettings, StreamSettings, TitleSettings, BaseSettings
+):
     """Everything an operator can set; each field is documented in docs/settings.md.
 
     A topic's settings may live in their own module of this package, as a ``BaseSettings``

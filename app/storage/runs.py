@@ -134,9 +134,14 @@ class RunRepository:
     # --- runs ---------------------------------------------------------------------------------
 
     async def create(
-        self, run_id: str, conversation_id: str, owner: str, on_disconnect: str
+        self,
+        run_id: str,
+        conversation_id: str,
+        owner: str,
+        on_disconnect: str,
+        **spend: str | None,
     ) -> RunRecord:
-        """A new run in status ``running``."""
+        """A new run in status ``running``; ``spend``: its ``key_id``, ``provider``, ``model``."""
         values = {
             "id": run_id,
             "conversation_id": conversation_key(conversation_id),
@@ -148,6 +153,9 @@ class RunRepository:
             "usage": None,
             "created_at": utcnow(),
             "finished_at": None,
+            "key_id": spend.get("key_id"),
+            "provider": spend.get("provider"),
+            "model": spend.get("model"),
         }
         await _INSERT_RUN.execute(self._session, values)
         return _record(values)

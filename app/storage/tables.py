@@ -150,12 +150,19 @@ class RunRow(Base):
     usage: Mapped[dict[str, Any] | None] = mapped_column(JSONDocument)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The API key that started it (its concurrent runs), the provider and model it runs on
+    # (the ledger of a run its process abandoned): app/spend.
+    key_id: Mapped[str | None] = mapped_column(String(32))
+    provider: Mapped[str | None] = mapped_column(String(64))
+    model: Mapped[str | None] = mapped_column(String(255))
 
     __table_args__ = (
         # A conversation's runs newest first (the listing), keyset-paginated on (created_at, id).
         Index("ix_runs_conversation_id_created_at_id", "conversation_id", "created_at", "id"),
         # Finished runs whose events are due for pruning.
         Index("ix_runs_finished_at", "finished_at"),
+        # A key's running runs (its concurrency limit).
+        Index("ix_runs_key_id_status", "key_id", "status"),
     )
 
 

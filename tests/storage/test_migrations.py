@@ -65,6 +65,9 @@ async def test_upgrade_check_downgrade_upgrade(
         "file_blobs",
         "file_chunks",
         "file_refs",
+        "keys",
+        "key_windows",
+        "usage_ledger",
     }
 
 

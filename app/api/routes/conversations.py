@@ -14,7 +14,7 @@ from fastapi.responses import JSONResponse
 
 from app.api import convert
 from app.api.bodies import ParsedBodyRoute
-from app.api.deps import CallerDep, CursorQuery, IfMatchDep
+from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.paths import public_path
 from app.api.schemas import (
@@ -24,9 +24,11 @@ from app.api.schemas import (
     ConversationPatch,
     DeltaBundle,
 )
+from app.api.schemas.usage import UsageTotals
 from app.conversations.service import ConversationService, Edit
 from app.runs.errors import InvalidInput
 from app.runs.services import Services
+from app.spend.ledger import conversation_totals
 from app.storage import Filters
 
 router = APIRouter(prefix="/conversations", tags=["conversations"], route_class=ParsedBodyRoute)
@@ -153,6 +155,14 @@ async def import_is_not_a_conversation() -> None:
 async def get_conversation(conversation_id: IdPath, caller: CallerDep) -> Response:
     """A conversation's config, status, message count and version (also its `ETag`)."""
     out = convert.conversation_out(await caller.conversations().get(conversation_id))
+    return await _one(caller, out)
+
+
+async def _one(caller: Caller, out: ConversationOut) -> Response:
+    """One conversation as `GET` and `PATCH` answer it: with its usage totals and `ETag`."""
+    async with caller.services.database.session(readonly=True) as session:
+        totals = await conversation_totals(session, out.id)
+    out.usage = UsageTotals.model_validate(totals)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 
 
@@ -188,8 +198,7 @@ async def patch_conversation(
         clear_metadata="metadata" in sent and body.metadata is None,
     )
     view = await caller.conversations().edit(conversation_id, edit, expected_version)
-    out = convert.conversation_out(view)
-    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+    return await _one(caller, convert.conversation_out(view))
 
 
 @router.delete("/{conversation_id}", status_code=status.HTTP_204_NO_CONTENT)

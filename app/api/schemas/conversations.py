@@ -23,6 +23,7 @@ from pydantic_core import InitErrorDetails, PydanticCustomError
 from app.api.schemas.base import SERVED
 from app.api.schemas.config import ConfigPatch
 from app.api.schemas.messages import InitialMessageIn, MessageListDocument
+from app.api.schemas.usage import UsageTotals
 
 _ITEMS: TypeAdapter[list[InitialMessageIn]] = TypeAdapter(list[InitialMessageIn])
 _DOCUMENT = TypeAdapter(MessageListDocument)
@@ -149,6 +150,11 @@ class ConversationOut(BaseModel):
     )
     archived: bool = Field(
         False, description="Archived conversations are listed only with `?archived=true`."
+    )
+    usage: UsageTotals | None = Field(
+        None,
+        description="The model calls of its runs charged to the usage ledger, by kind, and "
+        "their cost (docs/spend.md): given by `GET /conversations/{id}`, null elsewhere.",
     )
 
 
