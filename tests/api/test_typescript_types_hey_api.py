@@ -1,0 +1,78 @@
+"""The other TypeScript generator, @hey-api/openapi-ts (pinned in js/package-lock.json), types
+openapi/openapi.json as well: `tsc --strict` accepts a good delta bundle and the parsed stream
+events narrowed by name, and refuses a bundle with `role: "robot"` and an event body read under
+the wrong name (tests/api/test_typescript_types.py does the same for openapi-typescript)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.api.npm import JS, npm_bin
+from tests.api.test_typescript_types import DOCUMENT, _tsc
+
+GOOD = """
+import type { DeltaBundle, StreamEvent } from "./types.gen";
+
+export const bundle: DeltaBundle = {
+  messages: [
+    { role: "system", text: "Be brief." },
+    { role: "user", text: "Why is the sky blue?" },
+    { role: "tool", tool_call_id: "call_1", result: { temp_c: 21 } },
+    { role: "tool", tool_call_id: "call_2", error: "no such city" },
+  ],
+  config: { provider: "offline" },
+};
+
+export function show(event: StreamEvent): string {
+  switch (event.event) {
+    case "content_block_delta":
+      return event.data.delta;
+    case "error":
+      return event.data.code;
+    case "done":
+      return event.data.status;
+    default:
+      return event.id ?? "";
+  }
+}
+"""
+
+BAD = {
+    "robot": """
+import type { DeltaBundle } from "./types.gen";
+export const bundle: DeltaBundle = { messages: [{ role: "robot", text: "beep" }] };
+""",
+    "wrong_event": """
+import type { StreamEvent } from "./types.gen";
+export function show(event: StreamEvent): string {
+  return event.event === "run_started" ? event.data.delta : "";
+}
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    generator = npm_bin("openapi-ts")
+    root = tmp_path_factory.mktemp("hey")
+    command = [generator, "-i", DOCUMENT, "-o", root, "--no-log-file", "--silent"]
+    subprocess.run(command, check=True, capture_output=True, cwd=JS, timeout=180)
+    return root
+
+
+def test_hey_api_types_take_a_good_bundle_and_every_event_by_name(typed: Path) -> None:
+    types = (typed / "types.gen.ts").read_text(encoding="utf-8")
+    assert "export type StreamEvent =" in types
+    checked = _tsc(typed, GOOD)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_hey_api_types_refuse_a_bad_bundle_and_a_wrong_event_body(typed: Path, case: str) -> None:
+    checked = _tsc(typed, BAD[case])
+    assert checked.returncode != 0
+    assert "error TS" in checked.stdout, checked.stdout + checked.stderr
+    assert "check.ts" in checked.stdout
