@@ -30,7 +30,7 @@ from app.api.middleware.limits import BodySizeLimit
 from app.api.middleware.observe import RequestObservability
 from app.api.middleware.strict_json import StrictJsonBodies
 from app.api.problems import install_problem_handlers
-from app.api.routes import conversations, history, operations, providers, streams
+from app.api.routes import conversations, history, operations, providers, streams, webhooks
 from app.api.routes.playground import mount_playground
 from app.observability.logs import configure_logging
 from app.observability.metrics import process_exited
@@ -150,7 +150,7 @@ def _lifespan(
 
 
 def _include_routes(app: FastAPI) -> None:
-    for module in (conversations, history, streams, operations, providers):
+    for module in (conversations, history, streams, operations, providers, webhooks):
         app.include_router(module.router)
     mount_playground(app)
 

@@ -13,9 +13,20 @@ APP = Path(__file__).resolve().parents[1] / "app"
 # Which app packages each layer may import (besides itself). ``observability`` (metrics and log
 # context) is a leaf every layer but the domain may use.
 ALLOWED: dict[str, set[str]] = {
-    "api": {"conversations", "runs", "storage", "providers", "domain", "settings", "observability"},
-    "conversations": {"runs", "storage", "domain", "settings", "observability"},
-    "runs": {"storage", "providers", "domain", "settings", "observability"},
+    "api": {
+        "conversations",
+        "runs",
+        "webhooks",
+        "storage",
+        "providers",
+        "domain",
+        "settings",
+        "observability",
+    },
+    "conversations": {"runs", "webhooks", "storage", "domain", "settings", "observability"},
+    "runs": {"webhooks", "storage", "providers", "domain", "settings", "observability"},
+    # the webhooks' outbox and deliverer: beside storage, so a run's ending can enqueue
+    "webhooks": {"storage", "domain", "settings", "observability"},
     "storage": {"domain", "settings", "observability"},
     "providers": {"domain", "settings", "observability"},
     "observability": set(),

@@ -93,6 +93,9 @@ class ErrorCode(StrEnum):
     STORED_DATA_ERROR = "stored_data_error"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     IDEMPOTENCY_KEY_IN_USE = "idempotency_key_in_use"
+    WEBHOOK_NOT_FOUND = "webhook_not_found"
+    DELIVERY_NOT_FOUND = "delivery_not_found"
+    WEBHOOK_URL_REFUSED = "webhook_url_refused"
 
 
 # Each exception's code; one not listed is looked up by its base classes, nearest first (so

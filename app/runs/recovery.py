@@ -29,6 +29,7 @@ from app.runs.live import RunManager
 from app.runs.log_codec import merged_rows, unfinished_reply
 from app.runs.payloads import EventData
 from app.storage import ConversationRepository, LeaseExpired, RunNotFound, RunRepository
+from app.webhooks import RunEnded, enqueue_run_endings
 
 if TYPE_CHECKING:
     from app.runs.services import Services
@@ -101,6 +102,8 @@ async def end_abandoned_run(
     after = recovered_after(rows[-1].last_seq if rows else 0)
     await runs.add_events(merged_rows(run_id, numbered(after, bodies)))
     await runs.finish(run_id, "interrupted", error_code=ErrorCode.PROCESS_LOST)
+    ended = RunEnded(run.owner, conversation_id, run_id, "interrupted", ErrorCode.PROCESS_LOST)
+    await enqueue_run_endings(repo.session, [ended])  # the webhooks' outbox, in this transaction
     await runs.notify(f"e:{run_id}")
     log.warning(
         "run %s of conversation %s was abandoned by its process; kept %d characters of its reply",

@@ -1,6 +1,6 @@
 """What the server is made of for one process: database, model selector, tools, live runs.
 
-May import the domain, storage, providers, settings and the runs layer. Built once by
+May import the domain, storage, providers, settings, webhooks and the runs layer. Built once by
 ``create_app``; ``start`` and ``stop`` bracket the process's serving (the app's lifespan).
 """
 
@@ -21,6 +21,8 @@ from app.runs.writer import EventWriter
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
 from app.storage.notify import Listener
+from app.webhooks.delivery import Deliverer
+from app.webhooks.events import WAKE
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +37,7 @@ class Services:
     manager: RunManager = field(default_factory=RunManager)
     writer: EventWriter = field(init=False)
     listener: Listener = field(init=False)
+    deliverer: Deliverer = field(init=False)
 
     def __post_init__(self) -> None:
         self.writer = EventWriter(
@@ -44,7 +47,15 @@ class Services:
             lambda: self.reader(None),
         )
         self.writer.on_flush = metrics.event_log_flush
-        self.listener = Listener(self.database, self.manager.on_notification)
+        self.deliverer = Deliverer(self.settings, self.database)
+        self.listener = Listener(self.database, self._on_notification)
+
+    def _on_notification(self, payload: str) -> None:
+        """A NOTIFY payload: new webhook deliveries wake the deliverer, the rest are runs'."""
+        if payload == WAKE:
+            self.deliverer.wake()
+        else:
+            self.manager.on_notification(payload)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -74,10 +85,12 @@ class Services:
     # --- the process's lifetime ----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Make the provider clients; start the event writer and the notification listener."""
+        """Make the provider clients; start the event writer, the notification listener and
+        the webhook deliverer."""
         open_selector(self.configs.selector)
         self.writer.start()
         self.listener.start()
+        self.deliverer.start()
 
     async def drain(self) -> None:
         """Take no new runs; stop every live run as ``interrupted``; wait for their endings."""
@@ -95,6 +108,7 @@ class Services:
         process from exiting (what it could not store is what a crash would lose)."""
         await self.drain()
         await self._within_drain(self.writer.close(), "store the last events")
+        await self.deliverer.close()
         await self.listener.close()
         await close_selector(self.configs.selector)
         await self._within_drain(self.database.dispose(), "close its connections")

@@ -41,6 +41,7 @@ from app.storage import (
     driver_said,
     is_transient,
 )
+from app.webhooks import RunEnded, enqueue_run_endings
 
 log = logging.getLogger(__name__)
 
@@ -359,6 +360,7 @@ async def _land(repo: ConversationRepository, commits: list[Commit]) -> _Landing
     landing = _Landing()
     records = await repo.append_for_runs([_append(c) for c in commits])
     endings: list[RunEnding] = []
+    ended: list[RunEnded] = []
     for commit, record in zip(commits, records, strict=True):
         if isinstance(record, StorageError):
             landing.outcomes.append(record)
@@ -371,8 +373,18 @@ async def _land(repo: ConversationRepository, commits: list[Commit]) -> _Landing
         landing.events.setdefault(run.run_id, []).extend(numbered)
         if (ending := commit.ending) is not None:
             endings.append(RunEnding(run.run_id, ending.status, ending.error_code, ending.usage))
+            ended.append(
+                RunEnded(
+                    run.owner, run.conversation_id, run.run_id, ending.status, ending.error_code
+                )
+            )
     await RunRepository(repo.session).finish_many(endings)
+    await enqueue_run_endings(repo.session, ended)  # the webhooks' outbox, in this transaction
     return landing
+
+
+def _status(ending: Ending) -> tuple[str, str | None]:
+    return ending.status, ending.error_code
 
 
 def _append(commit: Commit) -> RunAppend:

@@ -22,6 +22,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.settings.checks import is_host_pattern, is_origin, names_a_host
+from app.settings.webhooks import WebhookSettings
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
@@ -42,7 +43,7 @@ def _sdk_env(name: str) -> AliasChoices:
     return AliasChoices(f"PARLEY_{name}", name, name.lower())
 
 
-class Settings(BaseSettings):
+class Settings(WebhookSettings, BaseSettings):
     """Everything an operator can set; each field is documented in docs/settings.md.
 
     A topic's settings may live in their own module of this package, as a ``BaseSettings``

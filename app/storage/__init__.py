@@ -3,6 +3,7 @@
 Imports SQLAlchemy, app.domain and app.settings; never app.api, app.runs or app.providers.
 """
 
+import app.storage.webhook_tables  # noqa: F401  (the webhook tables join Base.metadata)
 from app.storage.conversations import ConversationRepository, RunAppend
 from app.storage.database import Database
 from app.storage.errors import (

@@ -56,6 +56,8 @@ async def test_upgrade_check_downgrade_upgrade(
         "runs",
         "run_events",
         "idempotency_keys",
+        "webhook_endpoints",
+        "webhook_deliveries",
     }
 
 
