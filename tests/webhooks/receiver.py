@@ -3,7 +3,8 @@
 Each POST takes the next step of its ``plan`` (then ``ok``): ``fail`` answers 500, ``timeout``
 answers 200 only after ``slow_seconds`` (past the sender's time limit), ``redirect`` answers 307
 to a path of its own that would accept (a sender that followed it would be "delivered"), ``ok``
-answers 204. Every request is recorded with its headers, body and what it was answered.
+answers 204 (after ``delay_seconds``). Every request is recorded with its headers, body, what it
+was answered and the sender's port; ``in_flight`` holds the ports of requests not yet answered.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ class Received:
     body: bytes
     step: str
     at: float
+    port: int
 
     @property
     def message_id(self) -> str:
@@ -39,10 +41,14 @@ class Received:
 class Receiver:
     """The server: ``url`` to register, ``plan`` to misbehave, ``received`` to check."""
 
-    def __init__(self, plan: list[str] | None = None, slow_seconds: float = 1.5) -> None:
+    def __init__(
+        self, plan: list[str] | None = None, slow_seconds: float = 1.5, delay_seconds: float = 0
+    ) -> None:
         self.plan = list(plan or [])
         self.slow_seconds = slow_seconds
+        self.delay_seconds = delay_seconds
         self.received: list[Received] = []
+        self.in_flight: dict[int, str] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -70,12 +76,23 @@ class Receiver:
                 body = self.rfile.read(length)
                 step = "ok" if self.path.endswith("/moved") else receiver._next_step()
                 headers = {k.lower(): v for k, v in self.headers.items()}
+                port = int(self.client_address[1])
                 with receiver._lock:
                     receiver.received.append(
-                        Received(self.path, headers, body, step, time.monotonic())
+                        Received(self.path, headers, body, step, time.monotonic(), port)
                     )
+                    receiver.in_flight[port] = headers.get("webhook-id", "")
+                try:
+                    self._answer(step)
+                finally:
+                    with receiver._lock:
+                        receiver.in_flight.pop(port, None)
+
+            def _answer(self, step: str) -> None:
                 if step == "timeout":
                     time.sleep(receiver.slow_seconds)
+                elif step == "ok":
+                    time.sleep(receiver.delay_seconds)
                 if step == "fail":
                     self.send_response(500)
                 elif step == "redirect":
