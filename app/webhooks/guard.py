@@ -14,6 +14,7 @@ import socket
 from urllib.parse import urlsplit
 
 MAX_URL_CHARS = 2048
+RESOLVE_SECONDS = 5.0
 
 
 class UrlRefused(ValueError):
@@ -35,6 +36,10 @@ def parse(url: str) -> tuple[str, int]:
         raise UrlRefused("the URL names no host")
     if parts.username is not None or parts.password is not None:
         raise UrlRefused("the URL may not carry credentials")
+    try:
+        parts.hostname.encode("idna")
+    except UnicodeError:
+        raise UrlRefused(f"{parts.hostname!r} is not a host name") from None
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
