@@ -51,3 +51,10 @@ class WebhookSettings(BaseSettings):
         description="How long a process holds the deliveries it is sending; a process that "
         "dies mid-send leaves them to another after this.",
     )
+    webhook_retention_seconds: float = Field(
+        604_800.0,
+        gt=0,
+        le=315_360_000,
+        description="How long delivered and failed deliveries stay listed (7 days); older "
+        "ones are deleted.",
+    )

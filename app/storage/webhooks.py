@@ -200,6 +200,25 @@ class WebhookRepository:
             await self._session.execute(insert(WEBHOOK_DELIVERIES), rows)
         return len(rows)
 
+    async def any_due(self, now: datetime) -> bool:
+        """Whether some delivery is due and free (a cheap read before a claim's write)."""
+        query = (
+            select(_D.seq)
+            .where(
+                _D.status == "pending",
+                _D.next_attempt_at <= now,
+                or_(_D.claimed_until.is_(None), _D.claimed_until < now),
+            )
+            .limit(1)
+        )
+        return (await self._session.execute(query)).first() is not None
+
+    async def prune(self, before: datetime) -> int:
+        """Forget the deliveries made (delivered or failed) before ``before``; how many."""
+        statement = delete(WEBHOOK_DELIVERIES).where(_D.status != "pending", _D.created_at < before)
+        result = await self._session.execute(statement)
+        return int(getattr(result, "rowcount", 0) or 0)
+
     async def claim(self, now: datetime, until: datetime, limit: int) -> list[Claimed]:
         """Take up to ``limit`` due deliveries until ``until``: pending, not held by another
         process, and with no earlier pending delivery of the same conversation to the same

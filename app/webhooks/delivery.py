@@ -29,6 +29,7 @@ from app.webhooks.guard import UrlRefused, check
 log = logging.getLogger(__name__)
 BATCH = 32
 """Deliveries claimed per round (sent concurrently)."""
+PRUNE_EVERY_SECONDS = 3600.0
 USER_AGENT = "Parley-Webhooks/1"
 MAX_ERROR_CHARS = 500
 
@@ -80,9 +81,14 @@ class Deliverer:
             self._client = None
 
     async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        next_prune = loop.time()
         while not self._closing:
             claimed = 0
             try:
+                if loop.time() >= next_prune:
+                    next_prune = loop.time() + PRUNE_EVERY_SECONDS
+                    await self.prune()
                 claimed = await self.round()
             except DatabaseUnavailable as exc:
                 log.warning("webhooks: the database is unavailable (%s)", exc)
@@ -97,10 +103,22 @@ class Deliverer:
                 await self._wake.wait()
         self._wake.clear()
 
+    async def prune(self) -> None:
+        before = utcnow() - timedelta(seconds=self._settings.webhook_retention_seconds)
+        async with self._database.transaction() as session:
+            pruned = await WebhookRepository(session).prune(before)
+        if pruned:
+            log.info("webhooks: forgot %d deliveries made before %s", pruned, before)
+
     async def round(self) -> int:
-        """Claim the due deliveries, send them concurrently; how many were claimed."""
+        """Claim the due deliveries, send them concurrently; how many were claimed. A read
+        finds whether any is due first: an idle poll takes no write lock (SQLite's is the
+        whole database's)."""
         settings = self._settings
         now = utcnow()
+        async with self._database.session(readonly=True) as session:
+            if not await WebhookRepository(session).any_due(now):
+                return 0
         hold = max(settings.webhook_claim_seconds, settings.webhook_timeout_seconds + 5)
         async with self._database.transaction() as session:
             claims = await WebhookRepository(session).claim(

@@ -219,3 +219,67 @@ async def test_a_receiver_that_never_answers_well_is_given_up_after_the_retry_pe
             assert delivery["attempts"] >= 3 and delivery["next_attempt_at"] is None
             assert delivery["last_status_code"] == 500 and delivery["last_error"] == "HTTP 500"
             assert len(receiver.received) == delivery["attempts"]
+
+
+async def test_every_kind_of_ending_is_sent_as_its_event(database_url: str) -> None:
+    from app.settings import Settings
+    from tests.api.conftest import app_client
+    from tests.webhooks.conftest import FAST
+
+    settings = Settings(database_url=database_url, sse_ping_seconds=0, offline_delay_ms=20, **FAST)  # type: ignore[arg-type]
+    with Receiver() as receiver:
+        async with app_client(settings) as client:
+            hook = await register(client, receiver.url)
+            done = await run_once(client, await new_conversation(client), "hello")
+            tools = await new_conversation(client, config={"client_tools": [TOOL]})
+            waiting = await run_once(client, tools, 'call lookup {"q": 1}')
+            limited = await new_conversation(
+                client, config={"tools": ["add_numbers"], "max_tool_rounds": 0}
+            )
+            failed = await run_once(client, limited, 'call add_numbers {"numbers": [1]}')
+            cancelled = await new_conversation(client)
+            words = " ".join(f"w{i}" for i in range(200))  # 4 s: cancelled long before
+            streaming = asyncio.create_task(run_once(client, cancelled, words))
+
+            async def running() -> bool:
+                runs = (await client.get(f"/conversations/{cancelled}/runs")).json()["items"]
+                return bool(runs) and runs[0]["status"] == "running"
+
+            assert await wait_for(running, within=5)
+            assert (await client.post(f"/conversations/{cancelled}/cancel")).status_code == 202
+            assert (await streaming)["status"] == "aborted"
+            assert await wait_for(lambda: _count(receiver, 4), within=10)
+            bodies = {b["data"]["conversation_id"]: b for b in receiver.verified(hook["secret"])}
+    assert [r["status"] for r in (done, waiting, failed)] == [
+        "completed",
+        "requires_action",
+        "failed",
+    ]
+    assert bodies[tools]["type"] == "run.requires_action"
+    assert bodies[limited]["type"] == "run.failed"
+    assert bodies[limited]["data"]["error_code"] == "max_tool_rounds"
+    assert bodies[cancelled]["type"] == "run.aborted"
+    assert {b["data"]["run_id"] for b in bodies.values()} >= {done["run_id"], failed["run_id"]}
+
+
+async def test_made_deliveries_are_pruned_and_pending_ones_kept(database: Database) -> None:
+    from datetime import timedelta
+
+    from app.storage import utcnow
+    from app.storage.webhooks import Attempt, WebhookRepository
+
+    async with database.transaction() as session:
+        repo = WebhookRepository(session)
+        await repo.create_endpoint("o", "http://127.0.0.1:9/", ["conversation.titled"], "whsec_AA")
+        for n in range(3):
+            await enqueue(session, "o", "conversation.titled", {"conversation_id": f"c{n}"})
+    async with database.transaction() as session:
+        repo = WebhookRepository(session)
+        now = utcnow()
+        claims = await repo.claim(now, now + timedelta(seconds=30), 10)
+        assert len(claims) == 3 and not await repo.any_due(now)
+        await repo.record(claims[0], Attempt(True, 204, None, None))
+        await repo.record(claims[1], Attempt(False, 500, "HTTP 500", None))
+        assert await repo.prune(utcnow() + timedelta(seconds=1)) == 2
+        assert await repo.any_due(utcnow()) is False  # the third is still held
+        assert await repo.prune(utcnow() + timedelta(seconds=1)) == 0
