@@ -383,10 +383,6 @@ async def _land(repo: ConversationRepository, commits: list[Commit]) -> _Landing
     return landing
 
 
-def _status(ending: Ending) -> tuple[str, str | None]:
-    return ending.status, ending.error_code
-
-
 def _append(commit: Commit) -> RunAppend:
     run = commit.run
     return RunAppend(run.conversation_id, run.run_id, commit.messages, commit.ending is not None)
