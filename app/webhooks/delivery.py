@@ -17,6 +17,7 @@ import logging
 import math
 import random
 from datetime import datetime, timedelta
+from typing import Any
 
 import httpx
 from standardwebhooks import Webhook
@@ -32,6 +33,18 @@ BATCH = 32
 PRUNE_EVERY_SECONDS = 3600.0
 USER_AGENT = "Parley-Webhooks/1"
 MAX_ERROR_CHARS = 500
+
+
+def pinned(url: str, address: str | None) -> tuple[httpx.URL, dict[str, str], dict[str, Any]]:
+    """The URL to connect to, the ``Host`` header and the request extensions that send ``url``
+    to ``address`` (one the guard approved) rather than to what its host resolves to now; for
+    https the certificate is still checked against the URL's host name."""
+    target = httpx.URL(url)
+    if address is None or target.host == address:
+        return target, {}, {}
+    headers = {"host": target.netloc.decode("ascii")}
+    extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
+    return target.copy_with(host=address), headers, extensions
 
 
 def sign(secret: str, message_id: str, at: datetime, payload: str) -> dict[str, str]:
@@ -64,8 +77,13 @@ class Deliverer:
     def start(self) -> None:
         if self._task is None:
             # trust_env=False: no proxy from the environment stands between the guard's
-            # check and the connection.
-            self._client = httpx.AsyncClient(follow_redirects=False, trust_env=False)
+            # check and the connection. No kept-alive connections: each attempt connects to
+            # the address its check approved (a pooled one was checked for another name).
+            self._client = httpx.AsyncClient(
+                follow_redirects=False,
+                trust_env=False,
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
             self._task = asyncio.create_task(self._run(), name="parley-webhooks")
 
     async def close(self) -> None:
@@ -154,8 +172,8 @@ class Deliverer:
         settings = self._settings
         status: int | None = None
         try:
-            await check(claimed.url, allow_private=settings.webhook_allow_private)
-            status = await self._post(claimed)
+            addresses = await check(claimed.url, allow_private=settings.webhook_allow_private)
+            status = await self.post(claimed, _first(addresses))
             if 200 <= status < 300:
                 return Attempt(True, status, None, None)
             error = f"HTTP {status}" + (" (redirects are not followed)" if status < 400 else "")
@@ -167,17 +185,20 @@ class Deliverer:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         return Attempt(False, status, error[:MAX_ERROR_CHARS], self.next_attempt(claimed))
 
-    async def _post(self, claimed: Claimed) -> int:
+    async def post(self, claimed: Claimed, address: str | None) -> int:
+        """POST ``claimed`` (to ``address``, if given: see ``pinned``); the answer's status."""
         assert self._client is not None, "start() makes the client"
         seconds = self._settings.webhook_timeout_seconds
-        headers = sign(claimed.secret, claimed.message_id, utcnow(), claimed.payload)
+        url, host, extensions = pinned(claimed.url, address)
+        headers = sign(claimed.secret, claimed.message_id, utcnow(), claimed.payload) | host
         async with asyncio.timeout(seconds):  # the whole attempt, not each read
             async with self._client.stream(
                 "POST",
-                claimed.url,
+                url,
                 content=claimed.payload.encode(),
                 headers=headers,
                 timeout=seconds,
+                extensions=extensions,
             ) as response:
                 return response.status_code  # the body is not read
 
@@ -197,3 +218,8 @@ class Deliverer:
         )
         delay *= random.uniform(0.75, 1.25)
         return min(now + timedelta(seconds=delay), deadline)
+
+
+def _first(addresses: list[str]) -> str | None:
+    """The address to connect to: an IPv4 one if any (IPv6 is more often unroutable)."""
+    return next((a for a in addresses if ":" not in a), addresses[0] if addresses else None)

@@ -52,12 +52,13 @@ def is_public(address: str) -> bool:
     return ip.is_global and not ip.is_multicast
 
 
-async def check(url: str, *, allow_private: bool) -> None:
+async def check(url: str, *, allow_private: bool) -> list[str]:
     """UrlRefused unless ``url`` is an http(s) URL whose host resolves to public addresses only
-    (any address, with ``allow_private``)."""
+    (any address, with ``allow_private``); the addresses checked (none with ``allow_private``:
+    nothing to pin)."""
     host, port = parse(url)
     if allow_private:
-        return
+        return []
     try:
         infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except OSError as exc:
@@ -70,3 +71,4 @@ async def check(url: str, *, allow_private: bool) -> None:
             f"reserved address ({', '.join(refused)}); set PARLEY_WEBHOOK_ALLOW_PRIVATE=true "
             "to allow it"
         )
+    return addresses

@@ -283,3 +283,68 @@ async def test_made_deliveries_are_pruned_and_pending_ones_kept(database: Databa
         assert await repo.prune(utcnow() + timedelta(seconds=1)) == 2
         assert await repo.any_due(utcnow()) is False  # the third is still held
         assert await repo.prune(utcnow() + timedelta(seconds=1)) == 0
+
+
+async def test_an_attempt_goes_to_the_address_the_guard_approved(settings: Any) -> None:
+    """A delivery connects to the checked address, not to what the name resolves to later
+    (DNS rebinding): the name stays the Host header (and, for https, the certificate's name)."""
+    from datetime import timedelta
+
+    from app.storage import utcnow
+    from app.storage.webhooks import Claimed
+    from app.webhooks.delivery import Deliverer, pinned
+
+    url, headers, extensions = pinned("https://hooks.example.com:8443/in?x=1", "93.184.216.34")
+    assert str(url) == "https://93.184.216.34:8443/in?x=1"
+    assert headers == {"host": "hooks.example.com:8443"}
+    assert extensions == {"sni_hostname": "hooks.example.com"}
+    assert pinned("http://127.0.0.1:9/x", None) == (httpx.URL("http://127.0.0.1:9/x"), {}, {})
+
+    with Receiver() as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        now = utcnow()
+        claimed = Claimed(
+            seq=1,
+            id="d",
+            message_id="msg_1",
+            payload='{"type":"run.completed"}',
+            attempts=0,
+            created_at=now,
+            expires_at=now + timedelta(hours=1),
+            url=f"http://receiver.invalid:{port}/hooks",  # a name that resolves nowhere
+            secret="whsec_" + "A" * 44,
+            token="t",
+        )
+        deliverer = Deliverer(settings, Database(settings.database_url))
+        deliverer.start()
+        try:
+            assert await deliverer.post(claimed, "127.0.0.1") == 204
+        finally:
+            await deliverer.close()
+        (request,) = receiver.received
+        assert request.headers["host"] == f"receiver.invalid:{port}"
+        Webhook(claimed.secret).verify(request.body, request.headers)
+
+
+async def test_a_url_that_turned_private_is_refused_at_delivery(database_url: str) -> None:
+    from app.settings import Settings
+    from tests.api.conftest import app_client
+    from tests.webhooks.conftest import FAST
+
+    with Receiver() as receiver:
+        allowed = Settings(database_url=database_url, **FAST)  # type: ignore[arg-type]
+        async with app_client(allowed) as client:
+            hook = await register(client, receiver.url, ["run.completed"])
+        strict = Settings(database_url=database_url, **{**FAST, "webhook_allow_private": False})  # type: ignore[arg-type]
+        async with app_client(strict) as client:
+            await run_once(client, await new_conversation(client), "hello")
+            path = f"/webhooks/{hook['id']}/deliveries"
+
+            async def attempted() -> Any:
+                items = (await client.get(path)).json()["items"]
+                return items if items and items[0]["attempts"] >= 1 else None
+
+            (delivery,) = await wait_for(attempted, within=5)
+        assert delivery["status"] == "pending" and delivery["last_status_code"] is None
+        assert delivery["last_error"].startswith("refused: the host '127.0.0.1' resolves to")
+        assert receiver.received == []
