@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from app.api.deps import CallerDep, CursorQuery
+from app.api.deps import Caller, CallerDep, CursorQuery
 from app.api.paths import public_path
 from app.api.problems import NotFound, Unprocessable
 from app.api.schemas.webhooks import (
@@ -47,7 +47,7 @@ _REFUSED: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _service(caller: Any) -> WebhookService:
+def _service(caller: Caller) -> WebhookService:
     services = caller.services
     return WebhookService(services.database, services.settings, caller.owner)
 
