@@ -84,8 +84,9 @@ async def enqueue_run_endings(session: AsyncConnection, endings: Sequence[RunEnd
 
 async def enqueue(session: AsyncConnection, owner: str, event: str, data: Mapping[str, Any]) -> int:
     """Write ``event`` for ``owner``'s endpoints in ``session``'s transaction, e.g.
-    ``enqueue(session, owner, "conversation.titled", {"conversation_id": …, "title": …})``.
-    ``data`` should name ids and a status or title, never message text. How many deliveries
+    ``enqueue(session, owner, "conversation.titled", {"conversation_id": …})``. ``data``
+    names ids and a status, never message text (a title is made of it: the receiver reads it
+    with its key). How many deliveries
     were written (0: no endpoint wants it)."""
     if event not in EVENT_TYPES:
         raise ValueError(f"unknown webhook event {event!r}")
