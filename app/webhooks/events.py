@@ -86,8 +86,7 @@ async def enqueue(session: AsyncConnection, owner: str, event: str, data: Mappin
     """Write ``event`` for ``owner``'s endpoints in ``session``'s transaction, e.g.
     ``enqueue(session, owner, "conversation.titled", {"conversation_id": …})``. ``data``
     names ids and a status, never message text (a title is made of it: the receiver reads it
-    with its key). How many deliveries
-    were written (0: no endpoint wants it)."""
+    with its key). How many deliveries were written (0: no endpoint wants it)."""
     if event not in EVENT_TYPES:
         raise ValueError(f"unknown webhook event {event!r}")
     conversation_id = data.get("conversation_id")
