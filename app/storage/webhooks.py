@@ -202,15 +202,7 @@ class WebhookRepository:
 
     async def any_due(self, now: datetime) -> bool:
         """Whether some delivery is due and free (a cheap read before a claim's write)."""
-        query = (
-            select(_D.seq)
-            .where(
-                _D.status == "pending",
-                _D.next_attempt_at <= now,
-                or_(_D.claimed_until.is_(None), _D.claimed_until < now),
-            )
-            .limit(1)
-        )
+        query = select(_D.seq).where(*_due(now)).limit(1)
         return (await self._session.execute(query)).first() is not None
 
     async def prune(self, before: datetime) -> int:
@@ -221,9 +213,10 @@ class WebhookRepository:
 
     async def claim(self, now: datetime, until: datetime, limit: int) -> list[Claimed]:
         """Take up to ``limit`` due deliveries until ``until``: pending, not held by another
-        process, and with no earlier pending delivery of the same conversation to the same
-        endpoint (an endpoint gets a conversation's events in order). PostgreSQL skips rows
-        another claim holds locked; SQLite's claim holds the database's write lock."""
+        process, to an enabled endpoint, and with no earlier pending delivery of the same
+        conversation to the same endpoint (an endpoint gets a conversation's events in order).
+        PostgreSQL skips rows another claim holds locked; SQLite's claim holds the database's
+        write lock."""
         earlier = WEBHOOK_DELIVERIES.alias("earlier")
         blocked = exists().where(
             earlier.c.endpoint_id == _D.endpoint_id,
@@ -231,17 +224,7 @@ class WebhookRepository:
             earlier.c.seq < _D.seq,
             earlier.c.status == "pending",
         )
-        due = (
-            select(_D.seq)
-            .where(
-                _D.status == "pending",
-                _D.next_attempt_at <= now,
-                or_(_D.claimed_until.is_(None), _D.claimed_until < now),
-                ~blocked,
-            )
-            .order_by(_D.seq)
-            .limit(limit)
-        )
+        due = select(_D.seq).where(*_due(now), ~blocked).order_by(_D.seq).limit(limit)
         if self._postgres:
             due = due.with_for_update(skip_locked=True, of=WEBHOOK_DELIVERIES)
         seqs = list((await self._session.execute(due)).scalars())
@@ -310,6 +293,17 @@ class WebhookRepository:
             raise DeliveryNotFound(delivery_id)
         row = (await self._session.execute(select(WEBHOOK_DELIVERIES).where(*where))).mappings()
         return _delivery(row.one())
+
+
+def _due(now: datetime) -> tuple[Any, ...]:
+    """A delivery to send now: pending, due, held by no process, to an enabled endpoint."""
+    enabled = exists().where(_W.id == _D.endpoint_id, _W.enabled.is_(True))
+    return (
+        _D.status == "pending",
+        _D.next_attempt_at <= now,
+        or_(_D.claimed_until.is_(None), _D.claimed_until < now),
+        enabled,
+    )
 
 
 def _pending(event: OutboxEvent, endpoint_id: str, now: datetime) -> dict[str, Any]:

@@ -349,3 +349,25 @@ async def test_a_url_that_turned_private_is_refused_at_delivery(database_url: st
         assert delivery["status"] == "pending" and delivery["last_status_code"] is None
         assert delivery["last_error"].startswith("refused: the host '127.0.0.1' resolves to")
         assert receiver.received == []
+
+
+async def test_a_disabled_endpoints_pending_deliveries_wait_until_it_is_enabled(
+    database: Database,
+) -> None:
+    from datetime import timedelta
+
+    from app.storage import utcnow
+    from app.storage.webhooks import WebhookRepository
+
+    async with database.transaction() as session:
+        repo = WebhookRepository(session)
+        hook = await repo.create_endpoint("o", "http://127.0.0.1:9/", ["run.failed"], "whsec_AA")
+        await enqueue(session, "o", "run.failed", {"conversation_id": "c", "run_id": "r"})
+        await repo.update_endpoint("o", hook.id, {"enabled": False})
+    async with database.transaction() as session:
+        repo = WebhookRepository(session)
+        now = utcnow()
+        assert not await repo.any_due(now)
+        assert await repo.claim(now, now + timedelta(seconds=30), 10) == []
+        await repo.update_endpoint("o", hook.id, {"enabled": True})
+        assert len(await repo.claim(now, now + timedelta(seconds=30), 10)) == 1
