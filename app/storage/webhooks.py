@@ -282,10 +282,17 @@ class WebhookRepository:
     async def replay(
         self, owner: str, endpoint_id: str, delivery_id: str, expires_at: datetime
     ) -> DeliveryRecord:
-        """Send the delivery again, now (same ``webhook-id``), retried until ``expires_at``."""
+        """Send the delivery again, now (same ``webhook-id``), retried until ``expires_at``.
+        An attempt in flight is let go: its outcome is not recorded over the replay."""
         endpoint = await self.endpoint(owner, endpoint_id)
         where = (_D.endpoint_id == endpoint.id, _D.id == _key(delivery_id))
-        values = {"status": "pending", "next_attempt_at": utcnow(), "expires_at": expires_at}
+        values = {
+            "status": "pending",
+            "next_attempt_at": utcnow(),
+            "expires_at": expires_at,
+            "claimed_until": None,
+            "claim_token": None,
+        }
         result = await self._session.execute(
             update(WEBHOOK_DELIVERIES).where(*where).values(**values, delivered_at=None)
         )

@@ -160,9 +160,13 @@ async def test_replay_sends_it_again_with_the_same_webhook_id(client: httpx.Asyn
         hook = await register(client, receiver.url, ["run.completed"])
         conv_id = await new_conversation(client)
         await run_once(client, conv_id, "hello")
-        assert await wait_for(lambda: _count(receiver, 1), within=5)
         path = f"/webhooks/{hook['id']}/deliveries"
-        (delivery,) = (await client.get(path)).json()["items"]
+
+        async def delivered() -> Any:
+            items = (await client.get(path)).json()["items"]
+            return items[0] if items and items[0]["status"] == "delivered" else None
+
+        delivery = await wait_for(delivered, within=5)
         replayed = await client.post(f"{path}/{delivery['id']}/replay")
         assert replayed.status_code == 202 and replayed.json()["status"] == "pending"
         assert await wait_for(lambda: _requests(receiver, 2), within=5)
@@ -371,3 +375,24 @@ async def test_a_disabled_endpoints_pending_deliveries_wait_until_it_is_enabled(
         assert await repo.claim(now, now + timedelta(seconds=30), 10) == []
         await repo.update_endpoint("o", hook.id, {"enabled": True})
         assert len(await repo.claim(now, now + timedelta(seconds=30), 10)) == 1
+
+
+async def test_a_replay_while_the_first_attempt_is_in_flight_is_not_overwritten(
+    client: httpx.AsyncClient,
+) -> None:
+    with Receiver(delay_seconds=0.3) as receiver:
+        hook = await register(client, receiver.url, ["run.completed"])
+        await run_once(client, await new_conversation(client), "hello")
+        assert await wait_for(lambda: _in_flight(receiver), within=5)
+        path = f"/webhooks/{hook['id']}/deliveries"
+        (delivery,) = (await client.get(path)).json()["items"]
+        assert delivery["status"] == "pending"  # its first attempt is being answered
+        replayed = await client.post(f"{path}/{delivery['id']}/replay")
+        assert replayed.status_code == 202
+        assert await wait_for(lambda: _requests(receiver, 2), within=5)
+        first, second = receiver.accepted()
+        assert first.message_id == second.message_id == delivery["webhook_id"]
+
+
+async def _in_flight(receiver: Receiver) -> bool:
+    return bool(receiver.in_flight)
