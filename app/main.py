@@ -40,6 +40,7 @@ from app.api.routes import (
     providers,
     streams,
     usage,
+    webhooks,
 )
 from app.api.routes.playground import mount_playground
 from app.observability.logs import configure_logging
@@ -171,6 +172,7 @@ def _include_routes(app: FastAPI) -> None:
         files,
         usage,
         admin,
+        webhooks,
     ):
         app.include_router(module.router)
     mount_playground(app)

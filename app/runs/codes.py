@@ -105,6 +105,9 @@ class ErrorCode(StrEnum):
     TOO_MANY_RUNS = "too_many_runs"
     BUDGET_EXCEEDED = "budget_exceeded"
     KEY_NOT_FOUND = "key_not_found"
+    WEBHOOK_NOT_FOUND = "webhook_not_found"
+    DELIVERY_NOT_FOUND = "delivery_not_found"
+    WEBHOOK_URL_REFUSED = "webhook_url_refused"
 
 
 # Each exception's code; one not listed is looked up by its base classes, nearest first (so

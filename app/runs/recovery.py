@@ -31,6 +31,7 @@ from app.runs.payloads import EventData
 from app.spend import PriceTable, load_prices
 from app.spend.ledger import charge_abandoned
 from app.storage import ConversationRepository, LeaseExpired, RunNotFound, RunRepository
+from app.webhooks import RunEnded, enqueue_run_endings
 
 if TYPE_CHECKING:
     from app.runs.services import Services
@@ -112,6 +113,8 @@ async def end_abandoned_run(
     await runs.add_events(merged_rows(run_id, numbered(after, bodies)))
     await runs.finish(run_id, "interrupted", error_code=ErrorCode.PROCESS_LOST)
     await charge_abandoned(repo.session, run_id, rows, prices or load_prices())
+    ended = RunEnded(run.owner, conversation_id, run_id, "interrupted", ErrorCode.PROCESS_LOST)
+    await enqueue_run_endings(repo.session, [ended])  # the webhooks' outbox, in this transaction
     await runs.notify(f"e:{run_id}")
     log.warning(
         "run %s of conversation %s was abandoned by its process; kept %d characters of its reply",

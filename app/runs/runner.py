@@ -377,6 +377,7 @@ class RunService:
                 TitleRequest(
                     run.run_id,
                     run.conversation_id,
+                    run.owner,
                     text,
                     config.preferred_provider,
                     config.preferred_model,

@@ -1,6 +1,6 @@
 """What the server is made of for one process: database, model selector, tools, live runs.
 
-May import the domain, storage, providers, settings and the runs layer. Built once by
+May import the domain, storage, providers, settings, webhooks and the runs layer. Built once by
 ``create_app``; ``start`` and ``stop`` bracket the process's serving (the app's lifespan).
 """
 
@@ -24,6 +24,8 @@ from app.spend import KeyAccess, PriceTable, load_prices
 from app.storage import ConversationRepository, Database
 from app.storage.files import FileStore, FileSweeper
 from app.storage.notify import Listener
+from app.webhooks.delivery import Deliverer
+from app.webhooks.events import WAKE
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class Services:
     keys: KeyAccess = field(init=False)
     """Who is calling (database keys, cached briefly) and their requests per minute."""
     prices: PriceTable = field(init=False)
+    deliverer: Deliverer = field(init=False)
 
     def __post_init__(self) -> None:
         self.keys = KeyAccess(self.settings, self.database)
@@ -56,10 +59,18 @@ class Services:
             self.prices,
         )
         self.writer.on_flush = metrics.event_log_flush
-        self.listener = Listener(self.database, self.manager.on_notification)
         self.files = FileStore(self.database, self.settings)
         self.file_sweeper = FileSweeper(self.files)
         self.titler = Titler(self.settings, self.configs.selector, self.repository)
+        self.deliverer = Deliverer(self.settings, self.database)
+        self.listener = Listener(self.database, self._on_notification)
+
+    def _on_notification(self, payload: str) -> None:
+        """A NOTIFY payload: new webhook deliveries wake the deliverer, the rest are runs'."""
+        if payload == WAKE:
+            self.deliverer.wake()
+        else:
+            self.manager.on_notification(payload)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -90,11 +101,13 @@ class Services:
     # --- the process's lifetime ----------------------------------------------------------------
 
     async def start(self) -> None:
-        """Make the provider clients; start the event writer and the notification listener."""
+        """Make the provider clients; start the event writer, the notification listener and
+        the webhook deliverer."""
         open_selector(self.configs.selector)
         self.writer.start()
         self.listener.start()
         self.file_sweeper.start()
+        self.deliverer.start()
 
     async def drain(self) -> None:
         """Take no new runs; stop every live run as ``interrupted``; wait for their endings."""
@@ -113,6 +126,7 @@ class Services:
         await self.drain()
         await self.titler.close()
         await self._within_drain(self.writer.close(), "store the last events")
+        await self.deliverer.close()
         await self.listener.close()
         await close_selector(self.configs.selector)
         await self.file_sweeper.close()

@@ -23,6 +23,7 @@ from app.domain.selection import ModelSelectionStrategy
 from app.observability import metrics
 from app.settings import Settings
 from app.storage import ConversationRepository, RunRepository
+from app.webhooks import enqueue
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ class TitleRequest:
 
     run_id: str
     conversation_id: str
+    owner: str
     first_user_text: str
     provider: str | None
     model: str | None
@@ -69,15 +71,18 @@ def first_user_text(messages: Iterable[Message]) -> str | None:
 
 async def store_title(
     repo: ConversationRepository,
-    conversation_id: str,
-    run_id: str,
+    request: TitleRequest,
     title: str,
     usage: dict[str, int],
 ) -> bool:
-    """Store ``title`` unless the conversation has one by now, and count the call's tokens in
-    the run's usage, in the repository's transaction; whether the title was stored."""
-    stored = await repo.title_if_untitled(conversation_id, title)
-    await RunRepository(repo.session).add_usage(run_id, usage)
+    """Store ``title`` unless the conversation has one by now, count the call's tokens in the
+    run's usage, and tell the owner's webhooks (``conversation.titled``), in the repository's
+    transaction; whether the title was stored."""
+    stored = await repo.title_if_untitled(request.conversation_id, title)
+    await RunRepository(repo.session).add_usage(request.run_id, usage)
+    if stored:
+        ids = {"conversation_id": request.conversation_id, "run_id": request.run_id}
+        await enqueue(repo.session, request.owner, "conversation.titled", ids)
     return stored
 
 
@@ -118,9 +123,7 @@ class Titler:
             if not title:
                 raise ValueError("the model answered no title")
             async with self._repository(None) as repo:
-                stored = await store_title(
-                    repo, request.conversation_id, request.run_id, title, usage
-                )
+                stored = await store_title(repo, request, title, usage)
             metrics.title_made("stored" if stored else "taken")
         except Exception as exc:  # never the run's failure: logged and counted
             log.warning(

@@ -45,6 +45,7 @@ from app.storage import (
     is_transient,
     utcnow,
 )
+from app.webhooks import RunEnded, enqueue_run_endings
 
 log = logging.getLogger(__name__)
 
@@ -397,6 +398,7 @@ async def _land(
     landing = _Landing()
     records = await repo.append_for_runs([_append(c) for c in commits])
     endings: list[RunEnding] = []
+    ended: list[RunEnded] = []
     for commit, record in zip(commits, records, strict=True):
         if isinstance(record, StorageError):
             landing.outcomes.append(record)
@@ -411,7 +413,13 @@ async def _land(
             endings.append(RunEnding(run.run_id, ending.status, ending.error_code, ending.usage))
             if ending.payer is not None:
                 await charge(repo.session, ending.payer, ending.charges, prices)
+            ended.append(
+                RunEnded(
+                    run.owner, run.conversation_id, run.run_id, ending.status, ending.error_code
+                )
+            )
     await RunRepository(repo.session).finish_many(endings)
+    await enqueue_run_endings(repo.session, ended)  # the webhooks' outbox, in this transaction
     return landing
 
 

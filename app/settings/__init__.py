@@ -27,6 +27,7 @@ from app.settings.files import FileSettings
 from app.settings.spend import SpendSettings
 from app.settings.streams import StreamSettings
 from app.settings.titles import TitleSettings
+from app.settings.webhooks import WebhookSettings
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
@@ -48,7 +49,13 @@ def _sdk_env(name: str) -> AliasChoices:
 
 
 class Settings(
-    CachingSettings, FileSettings, SpendSettings, StreamSettings, TitleSettings, BaseSettings
+    CachingSettings,
+    FileSettings,
+    SpendSettings,
+    StreamSettings,
+    TitleSettings,
+    WebhookSettings,
+    BaseSettings,
 ):
     """Everything an operator can set; each field is documented in docs/settings.md.
 

@@ -3,6 +3,7 @@
 Imports SQLAlchemy, app.domain and app.settings; never app.api, app.runs or app.providers.
 """
 
+import app.storage.webhook_tables  # noqa: F401  (the webhook tables join Base.metadata)
 from app.storage import spend_tables as _spend_tables  # noqa: F401  (its tables join Base)
 from app.storage.conversations import (
     ConversationRepository,

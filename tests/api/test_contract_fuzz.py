@@ -63,8 +63,9 @@ CONTENT_REFUSALS = {
     (422, "empty_file"),
 }
 # What depends on the server's configuration: the providers it has keys for (`GET /providers`
-# lists them) — no static document can name them.
-CONFIGURATION_LOCS = [["body", "config", "provider"]]
+# lists them) — no static document can name them; a webhook URL's host, refused when it does
+# not resolve or resolves to a private address (DNS and PARLEY_WEBHOOK_ALLOW_PRIVATE).
+CONFIGURATION_LOCS = [["body", "config", "provider"], ["body", "url"]]
 # Pages come in the parley format only: a combination of parameters OpenAPI cannot express.
 UNDOCUMENTABLE_LOCS = [["query", "format"]]
 # The messages a whole conversation is loaded from are free-form JSON in the document (the

@@ -68,6 +68,8 @@ async def test_upgrade_check_downgrade_upgrade(
         "keys",
         "key_windows",
         "usage_ledger",
+        "webhook_endpoints",
+        "webhook_deliveries",
     }
 
 
