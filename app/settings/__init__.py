@@ -60,7 +60,8 @@ class Settings(
     """Everything an operator can set; each field is documented in docs/settings.md.
 
     A topic's settings may live in their own module of this package, as a ``BaseSettings``
-    mixin without a ``model_config`` of its own, listed among this class's bases.
+    mixin without a ``model_config`` of its own, listed among this class's bases. Its
+    validators' names must be its own: pydantic keeps one validator per name, the first base's.
     """
 
     # allow_inf_nan: `inf` is a float pydantic accepts, but no timeout or delay can be infinite.

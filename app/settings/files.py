@@ -60,7 +60,7 @@ class FileSettings(BaseSettings):
 
     @field_validator("file_s3_endpoint_url", "file_s3_region", mode="after")
     @classmethod
-    def _blank_is_none(cls, value: str | None) -> str | None:
+    def _blank_file_setting_is_none(cls, value: str | None) -> str | None:
         # `PARLEY_FILE_S3_REGION=` (.env.example's line uncommented) means unset
         return (value or "").strip() or None
 

@@ -35,5 +35,5 @@ class TitleSettings(BaseSettings):
 
     @field_validator("title_provider", "title_model", mode="after")
     @classmethod
-    def _blank_is_none(cls, value: str | None) -> str | None:
+    def _blank_title_choice_is_none(cls, value: str | None) -> str | None:
         return value.strip() or None if value is not None else None

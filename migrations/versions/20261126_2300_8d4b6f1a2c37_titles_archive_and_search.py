@@ -28,14 +28,16 @@ down_revision: str | Sequence[str] | None = "8e4b6c1f2a70"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-# The text a message is found by: a TextMessage's (user or assistant), nothing else; none for
-# a row that is not JSON (a damaged row is reported when read, never refused when written).
+# The text a message is found by: a TextMessage's (user or assistant), its first 100,000
+# characters (a tsvector holds at most 1 MB: a longer reply of distinct words would be refused,
+# and with it the run's write), nothing else; none for a row that is not JSON (a damaged row is
+# reported when read, never refused when written).
 PG_SEARCH_TEXT_FUNCTION = """
 CREATE FUNCTION parley_search_text(data text) RETURNS text
 LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE AS $$
 BEGIN
     IF (data::json ->> 'type') = 'TextMessage' THEN
-        RETURN coalesce(data::json ->> 'text', '');
+        RETURN left(coalesce(data::json ->> 'text', ''), 100000);
     END IF;
     RETURN '';
 EXCEPTION WHEN others THEN
@@ -47,7 +49,7 @@ PG_MESSAGE_TEXT = "coalesce(parley_search_text(data), '')"
 SQLITE_MESSAGE_TEXT = (
     "CASE WHEN NOT json_valid({row}.data) THEN NULL "
     "WHEN json_extract({row}.data, '$.type') = 'TextMessage' "
-    "THEN json_extract({row}.data, '$.text') END"
+    "THEN substr(json_extract({row}.data, '$.text'), 1, 100000) END"
 )
 TOKENIZE = "unicode61 remove_diacritics 0"  # as PostgreSQL's 'simple': case-folded words
 

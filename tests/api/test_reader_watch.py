@@ -68,7 +68,11 @@ async def _open_stream(
         + body
     )
     await writer.drain()
-    assert (await reader.readline()).startswith(b"HTTP/1.1 200")
+    status = await reader.readline()
+    if not status.startswith(b"HTTP/1.1 200"):
+        writer.close()
+        await writer.wait_closed()
+        raise AssertionError(status)
     return conv_id, reader, writer
 
 
