@@ -19,6 +19,7 @@ from app.domain.adapter import (
     Usage,
     collect_response,
 )
+from app.domain.attachments import Attachment, AttachmentReader, RunAttachments
 from app.domain.builder import LLMPromptBuilder
 from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, approximate_tokens, context_within
@@ -37,6 +38,7 @@ from app.domain.errors import (
 )
 from app.domain.formats import to_anthropic_format, to_openai_format
 from app.domain.message_list import (
+    ATTACHMENTS_FORMAT_VERSION,
     FORMAT_VERSION,
     REASONING_FORMAT_VERSION,
     MessageList,
@@ -61,9 +63,12 @@ from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionSt
 from app.domain.tools import Tool, to_jsonable
 
 __all__ = [
+    "ATTACHMENTS_FORMAT_VERSION",
     "FORMAT_VERSION",
     "REASONING_FORMAT_VERSION",
     "AgentMessage",
+    "Attachment",
+    "AttachmentReader",
     "ContentBlockDelta",
     "ContentBlockStart",
     "ContentBlockStop",
@@ -94,6 +99,7 @@ __all__ = [
     "RepairedMessage",
     "RequestOptions",
     "Role",
+    "RunAttachments",
     "RunEvent",
     "StreamChunk",
     "TextMessage",

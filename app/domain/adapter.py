@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from app.domain.attachments import RunAttachments
 from app.domain.messages import Message
 
 BlockType = Literal["text", "reasoning"]
@@ -167,6 +168,9 @@ class RequestOptions:
     temperature: float | None = None
     max_output_tokens: int | None = None
     reasoning: Reasoning | None = None
+    attachments: RunAttachments | None = None
+    """Where the adapter reads the bytes of the messages' attachments (the run's, read once
+    per run); None: nothing to read them from, each attachment is sent as a note."""
 
 
 DEFAULT_OPTIONS = RequestOptions()

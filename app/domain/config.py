@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from app.domain.adapter import EFFORTS, SUMMARIES, ModelAdapter, Reasoning
+from app.domain.attachments import DEFAULT_RUN_BYTES, AttachmentReader
 from app.domain.errors import ConversationConfigurationError, DeltaApplicationError
 from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
 from app.domain.tools import Tool
@@ -35,6 +36,11 @@ class ConversationConfig:
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     reasoning: Reasoning | None = None
     """How much the model reasons; None: the provider's default."""
+    attachments: AttachmentReader | None = None
+    """Where a run reads its messages' attachments (the file store); None: models read a note
+    in place of each file."""
+    attachment_bytes: int = DEFAULT_RUN_BYTES
+    """How many attachment bytes one run keeps in memory at most."""
 
     def __post_init__(self) -> None:
         # seed 001 declares ``tools: list[Tool]``: any sequence of tools or functions is kept

@@ -27,6 +27,7 @@ from app.domain.adapter import (
     Usage,
     new_tool_call_id,
 )
+from app.domain.attachments import RunAttachments
 from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
 from app.domain.errors import ContextWindowError, ProviderError, ToolRoundLimitError
@@ -98,6 +99,8 @@ class Run:
     """A model reply is in progress: streaming, or its tools running."""
     superseded: bool = False
     """The run was cut short; it ends at its next step without touching the conversation."""
+    files: RunAttachments | None = None
+    """The attachments' bytes this run has read (each file once), made at its first call."""
 
 
 async def run_rounds(conversation: RunHost, run: Run) -> AsyncGenerator[RunEvent, None]:
@@ -151,7 +154,11 @@ async def _model_round(
 ) -> AsyncGenerator[StreamChunk, None]:
     """One model reply: the adapter's chunks, its text gathered in ``run.partial``."""
     config = conversation.config
-    options = RequestOptions(model, config.temperature, config.max_output_tokens, config.reasoning)
+    if run.files is None and config.attachments is not None:
+        run.files = RunAttachments(config.attachments, config.attachment_bytes)
+    options = RequestOptions(
+        model, config.temperature, config.max_output_tokens, config.reasoning, run.files
+    )
     specs = [t.spec for t in config.tools]
     run.replying, run.provider = True, adapter.name
     conversation.reply_began()

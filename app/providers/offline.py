@@ -17,6 +17,7 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 from app.domain import (
     ContentBlockDelta,
@@ -38,6 +39,7 @@ from app.domain import (
     collect_response,
 )
 from app.domain.adapter import DEFAULT_OPTIONS
+from app.domain.attachments import image_size
 from app.domain.context import message_text
 from app.domain.unicode import unstorable_json
 
@@ -68,6 +70,8 @@ class OfflineAdapter:
         options: RequestOptions = DEFAULT_OPTIONS,
     ) -> AsyncIterator[StreamChunk]:
         text, call = _reply(messages)
+        if call is None and not _answers_a_tool(messages):
+            text = await _described(messages, options) + text
         words = re.findall(r"\s*\S+", text)
         usage_in = sum(approximate_tokens(message_text(m)) for m in messages)
         thinks = options.reasoning is not None and options.reasoning.on
@@ -116,6 +120,29 @@ def _answers_a_tool(messages: Sequence[Message]) -> bool:
         if isinstance(message, ToolCallMessage) and not message.pending:
             return True
     return False
+
+
+async def _described(messages: Sequence[Message], options: RequestOptions) -> str:
+    """What the last user message's attachments are, one description each, read from their
+    bytes (an image's size from its header) — so a reply shows the bytes reached the model."""
+    user = next(
+        (m for m in reversed(messages) if isinstance(m, TextMessage) and m.role is Role.USER),
+        None,
+    )
+    if user is None or not user.attachments:
+        return ""
+    files = await options.attachments.load(user.attachments) if options.attachments else {}
+    lines = []
+    for attachment in user.attachments:
+        data = files.get(attachment.file_id)
+        if data is None:
+            lines.append(attachment.note("its content could not be read"))
+            continue
+        size = image_size(data) if attachment.kind == "image" else None
+        if size is not None:
+            attachment = replace(attachment, width=size[0], height=size[1])
+        lines.append(attachment.description())
+    return " ".join(lines) + ("\n" if user.text else "")
 
 
 def _signed(text: str) -> dict[str, str]:
