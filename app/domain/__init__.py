@@ -7,6 +7,7 @@ from app.domain.adapter import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
+    ImageDone,
     MessageStop,
     ModelAdapter,
     ModelResponse,
@@ -19,7 +20,14 @@ from app.domain.adapter import (
     Usage,
     collect_response,
 )
-from app.domain.attachments import Attachment, AttachmentReader, RunAttachments
+from app.domain.attachments import (
+    Attachment,
+    AttachmentReader,
+    AttachmentStore,
+    Image,
+    MemoryAttachments,
+    RunAttachments,
+)
 from app.domain.builder import LLMPromptBuilder
 from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, approximate_tokens, context_within
@@ -69,6 +77,7 @@ __all__ = [
     "AgentMessage",
     "Attachment",
     "AttachmentReader",
+    "AttachmentStore",
     "ContentBlockDelta",
     "ContentBlockStart",
     "ContentBlockStop",
@@ -80,8 +89,11 @@ __all__ = [
     "ConversationFileError",
     "DefaultModelSelectionStrategy",
     "DeltaApplicationError",
+    "Image",
+    "ImageDone",
     "LLMConversation",
     "LLMPromptBuilder",
+    "MemoryAttachments",
     "Message",
     "MessageAppended",
     "MessageList",

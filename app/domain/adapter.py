@@ -4,7 +4,9 @@ Imports only the standard library. Implementations live in ``app.providers``; th
 runs against this protocol and never sees a vendor type.
 
 A stream is: for each content block ``ContentBlockStart`` (its ``type``: ``text`` or
-``reasoning``), ``ContentBlockDelta``…, ``ContentBlockStop``; after a reasoning block's stop, one
+``reasoning``), ``ContentBlockDelta``…, ``ContentBlockStop``; an image the model made is one
+``ImageDone`` with its bytes (the run stores it as a file and passes on an ``image`` block,
+``ContentBlockStart`` with its ``attachment``, and its stop); after a reasoning block's stop, one
 ``ReasoningDone`` with its whole text and the provider's opaque payload; a ``ToolUse`` per call
 once its arguments are complete; and last one ``MessageStop`` with the stop reason and usage.
 Block indices are unique within one reply. A stream that cannot finish raises ``ProviderError``.
@@ -17,10 +19,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
-from app.domain.attachments import RunAttachments
+from app.domain.attachments import Attachment, RunAttachments
 from app.domain.messages import Message
 
-BlockType = Literal["text", "reasoning"]
+BlockType = Literal["text", "reasoning", "image"]
+ImageGeneration = Literal["auto", "required"]
+"""Whether a request offers the model its image tool (``auto``) or asks it for an image."""
 
 
 @dataclass(frozen=True)
@@ -29,6 +33,8 @@ class ContentBlockStart:
 
     index: int = 0
     type: BlockType = "text"
+    attachment: Attachment | None = None
+    """An ``image`` block's stored file (the run sets it: adapters yield ``ImageDone``)."""
     kind: ClassVar[Literal["content_block_start"]] = "content_block_start"
 
 
@@ -58,6 +64,16 @@ class ReasoningDone:
     payload: dict[str, Any] | None
     index: int = 0
     kind: ClassVar[Literal["reasoning_done"]] = "reasoning_done"
+
+
+@dataclass(frozen=True)
+class ImageDone:
+    """The model made an image: its bytes and media type (the run stores them as a file)."""
+
+    data: bytes
+    media_type: str = "image/png"
+    index: int = 0
+    kind: ClassVar[Literal["image_done"]] = "image_done"
 
 
 def new_tool_call_id() -> str:
@@ -119,7 +135,13 @@ class MessageStop:
 
 
 StreamChunk = (
-    ContentBlockStart | ContentBlockDelta | ContentBlockStop | ReasoningDone | ToolUse | MessageStop
+    ContentBlockStart
+    | ContentBlockDelta
+    | ContentBlockStop
+    | ReasoningDone
+    | ImageDone
+    | ToolUse
+    | MessageStop
 )
 
 
@@ -168,6 +190,9 @@ class RequestOptions:
     temperature: float | None = None
     max_output_tokens: int | None = None
     reasoning: Reasoning | None = None
+    image_generation: ImageGeneration | None = None
+    """Offer the model its image tool (OpenAI Responses' ``image_generation``; the offline
+    model draws), or require an image (``prompt_for_image``); None: no images."""
     attachments: RunAttachments | None = None
     """Where the adapter reads the bytes of the messages' attachments (the run's, read once
     per run); None: nothing to read them from, each attachment is sent as a note."""
@@ -186,6 +211,7 @@ class ModelResponse:
     stop_reason: str = "end_turn"
     usage: Usage = field(default_factory=Usage)
     reasoning: tuple[ReasoningDone, ...] = ()
+    images: tuple[ImageDone, ...] = ()
 
 
 @runtime_checkable
@@ -226,6 +252,7 @@ async def collect_response(chunks: AsyncIterator[StreamChunk]) -> ModelResponse:
     text: list[str] = []
     calls: list[ToolUse] = []
     reasoning: list[ReasoningDone] = []
+    images: list[ImageDone] = []
     reasoning_blocks: set[int] = set()
     stop = MessageStop()
     async for chunk in chunks:
@@ -237,8 +264,10 @@ async def collect_response(chunks: AsyncIterator[StreamChunk]) -> ModelResponse:
             calls.append(chunk)
         elif isinstance(chunk, ReasoningDone):
             reasoning.append(chunk)
+        elif isinstance(chunk, ImageDone):
+            images.append(chunk)
         elif isinstance(chunk, MessageStop):
             stop = chunk
     return ModelResponse(
-        "".join(text), tuple(calls), stop.stop_reason, stop.usage, tuple(reasoning)
+        "".join(text), tuple(calls), stop.stop_reason, stop.usage, tuple(reasoning), tuple(images)
     )

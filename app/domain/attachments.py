@@ -8,11 +8,12 @@ read through an ``AttachmentReader``, once per run (``RunAttachments``, bounded 
 from __future__ import annotations
 
 import base64
+import hashlib
 import math
 import struct
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from app.domain.errors import MessageListDeserializationError
 
@@ -142,6 +143,43 @@ class AttachmentReader(Protocol):
     """Where adapters read an attachment's bytes (the file store); raises on a missing file."""
 
     async def read(self, file_id: str) -> bytes: ...
+
+
+@runtime_checkable
+class AttachmentStore(AttachmentReader, Protocol):
+    """A reader that also stores files: where a run keeps the images a model makes."""
+
+    async def put(self, data: bytes, media_type: str, name: str) -> Attachment: ...
+
+
+class MemoryAttachments:
+    """An AttachmentStore in a dict: for the domain used as a library (``prompt_for_image``
+    without a file store) and for tests. Ids are the bytes' sha256, so a file is kept once."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, bytes] = {}
+
+    async def read(self, file_id: str) -> bytes:
+        return self.files[file_id]
+
+    async def put(self, data: bytes, media_type: str, name: str) -> Attachment:
+        file_id = "mem_" + hashlib.sha256(data).hexdigest()[:32]
+        self.files[file_id] = data
+        size = image_size(data) if media_type in IMAGE_TYPES else None
+        width, height = size if size is not None else (None, None)
+        return Attachment(file_id, media_type, name, len(data), width, height)
+
+
+@dataclass(frozen=True)
+class Image:
+    """An image a model made (``prompt_for_image``): its stored file and its bytes."""
+
+    attachment: Attachment
+    data: bytes
+
+    @property
+    def media_type(self) -> str:
+        return self.attachment.media_type
 
 
 class RunAttachments:

@@ -84,6 +84,10 @@ class OpenAIResponsesAdapter(OpenAIClientAdapter):
             request |= reasoning_options(options)
         if tools:
             request["tools"] = [responses_tool(t) for t in tools]
+        if options.image_generation is not None:
+            request.setdefault("tools", []).append({"type": "image_generation"})
+            if options.image_generation == "required":
+                request["tool_choice"] = {"type": "image_generation"}
         if options.temperature is not None and takes_temperature(model, options):
             request["temperature"] = options.temperature
         if options.max_output_tokens is not None:

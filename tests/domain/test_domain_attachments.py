@@ -12,6 +12,8 @@ import pytest
 from app.domain import (
     ATTACHMENTS_FORMAT_VERSION,
     Attachment,
+    LLMPromptBuilder,
+    MemoryAttachments,
     MessageList,
     MessageListDeserializationError,
     ReasoningMessage,
@@ -20,7 +22,7 @@ from app.domain import (
     ToolCallMessage,
     context_within,
 )
-from app.domain.attachments import anthropic_image_tokens, openai_image_tokens
+from app.domain.attachments import anthropic_image_tokens, image_size, openai_image_tokens
 from app.domain.context import count_message_tokens
 
 IMAGE = Attachment("file_1", "image/png", "cat.png", 2048, 640, 480)
@@ -114,3 +116,22 @@ def test_a_run_reads_each_file_once_and_keeps_within_its_bound() -> None:
 
     asyncio.run(twice())
     assert reads == ["a", "b", "gone", "b"]  # "b" did not fit in 1000 bytes: read again
+
+
+def test_prompt_for_image_runs_through_the_conversation_with_the_offline_model(
+    llm: LLMPromptBuilder,
+) -> None:
+    builder = llm.request("a cat on a mat")
+    image = asyncio.run(builder.prompt_for_image())
+    assert image.media_type == "image/png" and image.data.startswith(b"\x89PNG")
+    assert image_size(image.data) == (64, 64) == (image.attachment.width, image.attachment.height)
+
+    store = MemoryAttachments()
+    conversation = builder.prompt_conversation(attachments=store)
+    continued = conversation.continuation.request("another")
+    again = asyncio.run(continued.prompt_for_image())
+    final = conversation.messages[-1]
+    assert isinstance(final, TextMessage) and final.attachments == (again.attachment,)
+    assert store.files[again.attachment.file_id] == again.data  # in the conversation's store
+    assert conversation.config.image_generation is None  # offered for that one run only
+    assert asyncio.run(conversation.continuation.request("plain").prompt()) == "plain"

@@ -11,9 +11,11 @@ import pytest
 
 from app.domain import (
     Attachment,
+    ContentBlockStart,
     ConversationConfig,
     DefaultModelSelectionStrategy,
     LLMConversation,
+    MemoryAttachments,
     MessageList,
     ModelAdapter,
     TextMessage,
@@ -59,7 +61,7 @@ def b64(data: bytes) -> str:
 
 
 def conv(
-    adapter: ModelAdapter, store: Store, *messages: TextMessage, **config: Any
+    adapter: ModelAdapter, store: Any, *messages: TextMessage, **config: Any
 ) -> LLMConversation:
     selector = DefaultModelSelectionStrategy([adapter], adapter.name)
     settings = ConversationConfig(model_selector=selector, attachments=store, **config)
@@ -284,3 +286,42 @@ async def test_the_offline_model_describes_what_it_received() -> None:
         f"[image: cat.png, image/png, 640×480] [file: report.pdf, application/pdf, {len(PDF)} B]\n"
         "What is this?"
     )
+
+
+async def test_responses_image_generation_is_stored_and_referenced(
+    server: FakeServer, responses_adapter: OpenAIResponsesAdapter
+) -> None:
+    drawn = draw_png(32, 16, "sunset")
+    item = {
+        "id": "ig_1",
+        "type": "image_generation_call",
+        "status": "completed",
+        "output_format": "png",
+        "result": b64(drawn),
+    }
+    server.check = responses_check
+    server.script(
+        Reply(
+            events=[
+                *wire.rs_created(),
+                wire.rs_event("response.output_item.done", output_index=0, item=item),
+                *wire.rs_message(1, "msg_1", "Here it is."),
+                wire.rs_completed(),
+            ]
+        )
+    )
+    store = MemoryAttachments()
+    conversation = conv(
+        responses_adapter, store, TextMessage("draw a sunset"), image_generation="auto"
+    )
+    events, error = await run(conversation)
+    assert error is None
+    (body,) = server.bodies
+    assert {"type": "image_generation"} in body["tools"] and "tool_choice" not in body
+    starts = [e for e in events if isinstance(e, ContentBlockStart) and e.type == "image"]
+    final = conversation.messages[-1]
+    assert isinstance(final, TextMessage) and final.text == "Here it is."
+    assert [s.attachment for s in starts] == list(final.attachments)
+    (image,) = final.attachments
+    assert (image.media_type, image.width, image.height) == ("image/png", 32, 16)
+    assert store.files[image.file_id] == drawn
