@@ -67,11 +67,13 @@ settings-doc: $(STAMP)
 	$(BIN)/python -m app.settings_doc
 
 # The benchmarks (docs/performance.md): the stream path, then the event log's cost and cancel
-# across processes (docs/runs.md). BENCH_ARGS=--quick for one round of the stream benchmark.
+# across processes (docs/runs.md), the cached share of a long conversation's input (docs/providers.md).
+# BENCH_ARGS=--quick for one round of the stream benchmark.
 bench: $(STAMP)
 	$(BIN)/python -m bench.stream $(BENCH_ARGS)
 	$(BIN)/python bench/runlog.py
 	$(BIN)/python bench/cancel.py
+	$(BIN)/python -m bench.cache
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .coverage

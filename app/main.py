@@ -30,7 +30,7 @@ from app.api.middleware.limits import BodySizeLimit
 from app.api.middleware.observe import RequestObservability
 from app.api.middleware.strict_json import StrictJsonBodies
 from app.api.problems import install_problem_handlers
-from app.api.routes import conversations, history, operations, providers, streams
+from app.api.routes import ai_sdk, conversations, history, operations, providers, streams
 from app.api.routes.playground import mount_playground
 from app.observability.logs import configure_logging
 from app.observability.metrics import process_exited
@@ -53,7 +53,7 @@ YOUNG_GC_THRESHOLD = 20_000
 default is 700): most of a stream's objects die by reference count before a collection would
 scan them, and the collector runs far less often (docs/performance.md, "Garbage collection")."""
 # The routes that load a whole conversation get PARLEY_MAX_IMPORT_BYTES, not PARLEY_MAX_BODY_BYTES.
-IMPORT_PATHS = ("/conversations", "/conversations/import")
+IMPORT_PATHS = ("/conversations", "/conversations/import", "/ai-sdk/chat")
 
 
 def _exiting() -> bool:
@@ -150,7 +150,7 @@ def _lifespan(
 
 
 def _include_routes(app: FastAPI) -> None:
-    for module in (conversations, history, streams, operations, providers):
+    for module in (conversations, history, streams, operations, providers, ai_sdk):
         app.include_router(module.router)
     mount_playground(app)
 

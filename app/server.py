@@ -1,6 +1,7 @@
 """The HTTP/1.1 protocol Parley is served with: uvicorn's httptools protocol, its heads bounded.
 
-Imports uvicorn only. uvicorn's httptools protocol reads a request head of any size and times
+Imports uvicorn and the name of its scope extension (app.api.reader_watch). uvicorn's
+httptools protocol reads a request head of any size and times
 nothing out before a connection's first response, so one client could hold a connection (and the
 memory of its head) forever. ``BoundedHttpToolsProtocol`` answers 431 and closes a connection
 whose head is still not complete after ``HEAD_LIMIT_BYTES``, and 408 when it is not complete
@@ -10,7 +11,9 @@ It keeps httptools' parser, the fast one: the stream path writes through it
 (docs/performance.md). Served as ``--http app.server:BoundedHttpToolsProtocol``: the Makefile's
 ``run``, the Dockerfile's ``CMD`` (docs/deploy.md, "Request heads"). It relies on uvicorn's
 ``HttpToolsProtocol`` callbacks (``on_message_begin``, ``on_headers_complete``,
-``on_message_complete``); tests/ops/test_request_heads.py runs the shipped command.
+``on_message_complete``); tests/ops/test_request_heads.py runs the shipped command. It also hands
+each request's transport to the app (``scope["extensions"]``), so a stream can tell a client that
+reads nothing from one that reads slowly (app/api/reader_watch.py).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import asyncio
 import logging
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from app.api.reader_watch import TRANSPORT_KEY
 
 HEAD_LIMIT_BYTES = 64 * 1024
 HEAD_TIMEOUT_SECONDS = 10.0
@@ -59,6 +64,8 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        # the stream routes watch whether their client still reads (app/api/reader_watch.py)
+        self.scope["extensions"] = {TRANSPORT_KEY: self.transport}  # type: ignore[dict-item]
         self._in_head = True
         if self._head_timer is None:  # the first bytes of a kept-alive connection's request
             self._arm_head_timer()

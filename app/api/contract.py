@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api.ai_sdk.response import AI_SDK_FRAME
 from app.api.middleware.hosts import PROBE_PATHS
 from app.api.problems import PROBLEM_JSON
 from app.api.schemas.events import EVENT_DATA, EventName
@@ -213,7 +214,7 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
         if SSE in entry.get("content", {}):
             # OpenAPI 3.2's ``itemSchema``: each event, not the whole body (a generated client
             # reads the stream itself; schemathesis checks every event against it).
-            entry["content"][SSE] = {"itemSchema": SSE_EVENT}
+            entry["content"][SSE] = {"itemSchema": _item_schema(path, operation)}
     params = operation.get("parameters", [])
     idempotent = any(
         p.get("in") == "header" and p["name"].lower() == _IDEMPOTENCY_HEADER for p in params
@@ -230,6 +231,16 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
     if operation.get("security"):
         # Optional: with no PARLEY_API_KEYS, requests without a key share one anonymous space.
         operation["security"] = [{BEARER: []}, {}]
+
+
+def _item_schema(path: str, operation: dict[str, Any]) -> dict[str, Any]:
+    """Each frame's schema: Parley's named events; the AI SDK's chunks on its routes, and as
+    well on a stream route that takes ``protocol``."""
+    if path.startswith("/ai-sdk/"):
+        return AI_SDK_FRAME
+    if any(p.get("name") == "protocol" for p in operation.get("parameters", [])):
+        return {**SSE_EVENT, "oneOf": [AI_SDK_FRAME, *SSE_EVENT["oneOf"]]}
+    return SSE_EVENT
 
 
 def _never_null(schema: dict[str, Any]) -> None:

@@ -140,7 +140,7 @@ class HistoryService:
         config = self.services.configs.build(record.config)
         budget = max_tokens if max_tokens is not None else config.context_max_tokens
         counter, exact = self.services.configs.token_counter(config)
-        window = context_within(messages, budget, counter)
+        window = context_within(messages, budget, counter, config.context_trim_to)
         provider = self.services.configs.provider_name(config)
         repaired = [
             RepairedMessage(r.message, tuple(window.indices[i] for i in r.sources))

@@ -190,6 +190,9 @@ class RequestOptions:
     temperature: float | None = None
     max_output_tokens: int | None = None
     reasoning: Reasoning | None = None
+    cache_key: str | None = None
+    """Groups the requests of one conversation for a provider's prompt cache (OpenAI's
+    ``prompt_cache_key``); None: not sent."""
     image_generation: ImageGeneration | None = None
     """Offer the model its image tool (OpenAI Responses' ``image_generation``; the offline
     model draws), or require an image (``prompt_for_image``); None: no images."""

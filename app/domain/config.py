@@ -32,6 +32,10 @@ class ConversationConfig:
     temperature: float | None = None
     max_output_tokens: int | None = None
     context_max_tokens: int | None = None
+    context_trim_to: float | None = None
+    """Drop history in steps, down to this fraction of ``context_max_tokens`` (None: slide)."""
+    cache_key: str | None = None
+    """What a provider's prompt cache may group this conversation's requests by (its id)."""
     max_tool_rounds: int = DEFAULT_MAX_TOOL_ROUNDS
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     reasoning: Reasoning | None = None
@@ -156,6 +160,8 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "temperature": _number(0, 2, integer=False),
     "max_output_tokens": _number(1, None, integer=True),
     "context_max_tokens": _number(1, None, integer=True),
+    "context_trim_to": _number(0.1, 1, integer=False),
+    "cache_key": _optional_text,
     "max_tool_rounds": _number(0, 1000, integer=True),
     "tool_timeout": _number(0.001, 3600, integer=False),
     "reasoning": _reasoning,

@@ -94,26 +94,35 @@ def context_within(
     messages: Sequence[Message],
     max_tokens: int | None,
     counter: TokenCounter = approximate_tokens,
+    trim_to: float | None = None,
 ) -> ContextWindow:
     """The messages that fit in ``max_tokens``.
 
-    System prompts are always kept; then the most recent other messages, newest first, as many
-    as fit, stopping at the first that does not (the kept history is one unbroken tail). A tool
-    call and its result are one message, so they are never separated; the tool calls of one
-    reply (see ``formats.tool_call_turns``), and reasoning with the message that follows it in
-    its turn, are kept or dropped together.
+    System prompts are always kept; then the most recent other messages, as many as fit (the
+    kept history is one unbroken tail). A tool call and its result are one message, so they are
+    never separated; the tool calls of one reply (see ``formats.tool_call_turns``), and
+    reasoning with the message that follows it in its turn, are kept or dropped together.
+
+    ``trim_to`` (a fraction of ``max_tokens``, 0 < f < 1) drops history in steps: the history
+    is replayed from its start, and each time it outgrows the budget the oldest messages are
+    dropped until it is within ``trim_to × max_tokens``. The first kept message then stays the
+    same for many turns, so a provider's prefix cache keeps hitting. None: the window slides,
+    the newest messages that fit are kept (the first kept one changes almost every turn).
     """
     counts = [count_message_tokens(m, counter) for m in messages]
     system = {i for i, m in enumerate(messages) if isinstance(m, AgentMessage)}
-    budget = None if max_tokens is None else max_tokens - sum(counts[i] for i in system)
-    kept = set(system)
-    for unit in reversed(_units(messages)):
-        cost = sum(counts[i] for i in unit)
-        if budget is not None:
-            if cost > budget:
-                break
-            budget -= cost
-        kept.update(unit)
+    units = _units(messages)
+    if max_tokens is None:
+        first = 0
+    else:
+        fixed = sum(counts[i] for i in system)
+        costs = [sum(counts[i] for i in unit) for unit in units]
+        if trim_to is None:
+            first = _sliding_start(costs, max_tokens - fixed)
+        else:
+            low = math.floor(max_tokens * trim_to) - fixed
+            first = _stepped_start(costs, max_tokens - fixed, low)
+    kept = set(system).union(*units[first:])
     order = sorted(kept)
     return ContextWindow(
         messages=tuple(messages[i] for i in order),
@@ -121,6 +130,32 @@ def context_within(
         token_counts=tuple(counts[i] for i in order),
         dropped=len(messages) - len(order),
     )
+
+
+def _sliding_start(costs: Sequence[int], budget: int) -> int:
+    """The first unit of the longest tail of ``costs`` within ``budget``."""
+    first = len(costs)
+    while first > 0 and costs[first - 1] <= budget:
+        budget -= costs[first - 1]
+        first -= 1
+    return first
+
+
+def _stepped_start(costs: Sequence[int], budget: int, low: int) -> int:
+    """The first unit kept when the units are added one by one and, each time their total
+    passes ``budget``, the oldest are dropped until it is within ``low`` (the newest unit is
+    kept if it fits the budget alone). Adding units never moves the start back."""
+    first, total = 0, 0
+    for newest, cost in enumerate(costs):
+        total += cost
+        if total <= budget:
+            continue
+        while first < newest and total > low:
+            total -= costs[first]
+            first += 1
+        if total > budget:  # the newest alone does not fit: nothing up to it is kept
+            first, total = newest + 1, 0
+    return first
 
 
 def _units(messages: Sequence[Message]) -> list[list[int]]:

@@ -207,7 +207,7 @@ class LLMConversation:
         self, max_tokens: int | None = None, counter: TokenCounter = approximate_tokens
     ) -> ContextWindow:
         """The messages that fit in ``max_tokens`` (system prompt always kept; None: all)."""
-        return context_within(list(self.messages), max_tokens, counter)
+        return context_within(list(self.messages), max_tokens, counter, self.config.context_trim_to)
 
     def token_count(self, counter: TokenCounter = approximate_tokens) -> int:
         """An approximate token count of all messages."""

@@ -183,8 +183,9 @@ async def _model_round(
         config.temperature,
         config.max_output_tokens,
         config.reasoning,
-        config.image_generation,
-        run.files,
+        cache_key=config.cache_key,
+        image_generation=config.image_generation,
+        attachments=run.files,
     )
     specs = [t.spec for t in config.tools]
     run.replying, run.provider = True, adapter.name
@@ -227,7 +228,8 @@ def _window(conversation: RunHost, adapter: ModelAdapter, model: str) -> Sequenc
     budget = conversation.config.context_max_tokens
     if budget is None:
         return messages
-    window = context_within(messages, budget, _token_counter(adapter, model))
+    counter = _token_counter(adapter, model)
+    window = context_within(messages, budget, counter, conversation.config.context_trim_to)
     _check_window(window, messages, budget)
     return window.messages
 

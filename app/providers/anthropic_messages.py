@@ -53,6 +53,8 @@ class AnthropicConfig(ProviderConfig):
 
     default_model: str = DEFAULT_ANTHROPIC_MODEL
     max_tokens: int = 4096
+    prompt_caching: bool = True
+    """Mark the stable prefix with ``cache_control`` breakpoints (docs/providers.md)."""
 
 
 class AnthropicAdapter(SSEAdapter):
@@ -104,6 +106,7 @@ class AnthropicAdapter(SSEAdapter):
             model=options.model or self.default_model,
             max_tokens=self.config.max_tokens,
             files=files,
+            cache=self.config.prompt_caching,
         )
 
     def _translator(self) -> _EventReader:

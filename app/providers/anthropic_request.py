@@ -77,8 +77,10 @@ def messages_request(
     model: str,
     max_tokens: int,
     files: Files | None = None,
+    cache: bool = True,
 ) -> dict[str, Any]:
-    """The request's JSON body; ``max_tokens`` is the answer's when the options set none.
+    """The request's JSON body; ``max_tokens`` is the answer's when the options set none;
+    ``cache``: with prompt-cache breakpoints (``cache_breakpoints``).
 
     ``options.temperature`` is not sent: the API version this SDK speaks has no sampling
     temperature (docs/providers.md). Two requests are sent with thinking off, as Anthropic
@@ -105,6 +107,8 @@ def messages_request(
         request["thinking"] = thinking.thinking
     if thinking.effort is not None:
         request["output_config"] = {"effort": thinking.effort}
+    if cache:
+        cache_breakpoints(request)
     return request
 
 
@@ -185,3 +189,65 @@ def _trim_prefill(turns: list[dict[str, Any]]) -> None:
         blocks.pop()
         if not blocks:
             turns.pop()
+
+
+# --- prompt caching ---------------------------------------------------------------------------
+
+EPHEMERAL = {"type": "ephemeral"}
+MAX_BREAKPOINTS = 4
+"""The most ``cache_control`` blocks one request may carry (the API refuses a fifth)."""
+
+UNCACHEABLE = (*THINKING_BLOCKS,)
+"""Block types that cannot carry ``cache_control`` (the API refuses it on them)."""
+
+
+def cache_breakpoints(request: dict[str, Any]) -> None:
+    """Mark the stable prefix of ``request`` with ``cache_control`` breakpoints, in place.
+
+    A request's prefix is cached in the order tools, system, messages. The breakpoints, at
+    most four: the last tool; the system prompt (sent as one text block to carry it); the end
+    of the previous request of this conversation (the last turn before the latest assistant
+    turn: what the last request cached, read back now); and the end of this request (written
+    for the next one). Thinking blocks carry none: the last block of a turn that can is used.
+    """
+    marks: list[dict[str, Any]] = []
+    if request.get("tools"):
+        marks.append(request["tools"][-1])
+    if request.get("system"):
+        request["system"] = [{"type": "text", "text": request["system"]}]
+        marks.append(request["system"][-1])
+    turns: list[dict[str, Any]] = request["messages"]
+    for end in (_previous_end(turns), len(turns) - 1):
+        block = _cacheable_block(turns[end]) if 0 <= end < len(turns) else None
+        if block is not None and all(block is not m for m in marks):
+            marks.append(block)
+    for block in marks[-MAX_BREAKPOINTS:]:
+        index = _position(block, request)
+        if index is not None:
+            index[0][index[1]] = {**block, "cache_control": dict(EPHEMERAL)}
+
+
+def _previous_end(turns: list[dict[str, Any]]) -> int:
+    """The index of the last turn the previous request of the conversation sent: the turn
+    before the latest assistant turn (-1: there is none)."""
+    for i in range(len(turns) - 1, -1, -1):
+        if turns[i]["role"] == "assistant" and i < len(turns) - 1:
+            return i - 1
+    return -1
+
+
+def _cacheable_block(turn: dict[str, Any]) -> dict[str, Any] | None:
+    """The last block of the turn that may carry ``cache_control``."""
+    blocks: list[dict[str, Any]] = turn["content"]
+    return next((b for b in reversed(blocks) if b.get("type") not in UNCACHEABLE), None)
+
+
+def _position(block: dict[str, Any], request: dict[str, Any]) -> tuple[list[Any], int] | None:
+    """The list holding ``block`` (by identity) and its index there."""
+    lists = [request.get("tools") or [], request.get("system") or []]
+    lists += [turn["content"] for turn in request["messages"]]
+    for blocks in lists:
+        for i, candidate in enumerate(blocks):
+            if candidate is block:
+                return blocks, i
+    return None

@@ -9,6 +9,7 @@ to ProviderError (``errors.openai_error``). The SDK client sends the request
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -66,6 +67,8 @@ class OpenAIConfig(ProviderConfig):
 
     default_model: str = DEFAULT_OPENAI_MODEL
     trailing_assistant: TrailingAssistant = "reject"
+    prompt_caching: bool = True
+    """Send ``prompt_cache_key`` (from the conversation) so its requests share a cache."""
 
 
 class OpenAIClientAdapter(SSEAdapter):
@@ -120,6 +123,18 @@ class OpenAIClientAdapter(SSEAdapter):
     def _error(self, exc: BaseException) -> ProviderError:
         return openai_error(exc)
 
+    def _cache_options(self, options: RequestOptions) -> dict[str, Any]:
+        """``prompt_cache_key`` for the conversation (both APIs take it), or nothing."""
+        if not self.config.prompt_caching or options.cache_key is None:
+            return {}
+        return {"prompt_cache_key": prompt_cache_key(options.cache_key)}
+
+
+def prompt_cache_key(conversation: str) -> str:
+    """The ``prompt_cache_key`` of a conversation: a digest of its id (stable, at most 64
+    characters, and no id of ours sent upstream)."""
+    return "parley-" + hashlib.sha256(conversation.encode()).hexdigest()[:32]
+
 
 class OpenAIAdapter(OpenAIClientAdapter):
     """A ModelAdapter over an OpenAI (or OpenAI-compatible) chat-completions endpoint."""
@@ -152,7 +167,7 @@ class OpenAIAdapter(OpenAIClientAdapter):
             self.config.trailing_assistant == "continue_final_message"
         ):
             request |= {"continue_final_message": True, "add_generation_prompt": False}
-        return request
+        return request | self._cache_options(options)
 
     def _messages(
         self, messages: Sequence[Message], files: Files | None = None

@@ -92,7 +92,7 @@ class OpenAIResponsesAdapter(OpenAIClientAdapter):
             request["temperature"] = options.temperature
         if options.max_output_tokens is not None:
             request["max_output_tokens"] = options.max_output_tokens
-        return request
+        return request | self._cache_options(options)
 
     def _translator(self) -> ResponseReader:
         return ResponseReader()

@@ -39,6 +39,7 @@ def _openai(settings: Settings) -> ModelAdapter | None:
             http_client=settings.provider_http_client,
             retry=_retry(settings),
             trailing_assistant=settings.openai_trailing_assistant,
+            prompt_caching=settings.prompt_caching,
         )
     )
 
@@ -58,6 +59,7 @@ def _anthropic(settings: Settings) -> ModelAdapter | None:
             http_client=settings.provider_http_client,
             retry=_retry(settings),
             max_tokens=settings.anthropic_max_tokens,
+            prompt_caching=settings.prompt_caching,
         )
     )
 

@@ -61,6 +61,8 @@ class ConfigContext:
     selector: ModelSelectionStrategy
     server_tools: Mapping[str, Tool]
     tool_timeout: float
+    context_trim_to: float | None = None
+    """``PARLEY_CONTEXT_TRIM_TO`` below 1: history is dropped in steps (None: it slides)."""
 
     def check(self, config: Mapping[str, Any]) -> None:
         """Raise InvalidInput unless this server can run ``config``."""
@@ -107,8 +109,11 @@ class ConfigContext:
             return None
         return adapter.name
 
-    def build(self, config: Mapping[str, Any]) -> ConversationConfig:
-        """The domain config a run uses for this stored config."""
+    def build(
+        self, config: Mapping[str, Any], conversation_id: str | None = None
+    ) -> ConversationConfig:
+        """The domain config a run uses for this stored config; ``conversation_id`` is the
+        key a provider's prompt cache may group the conversation's requests by."""
         tools = [self.server_tools[n] for n in config.get("tools", []) if n in self.server_tools]
         tools += [
             Tool.client(t["name"], t.get("description", ""), t.get("parameters"))
@@ -123,6 +128,8 @@ class ConfigContext:
             temperature=config.get("temperature"),
             max_output_tokens=config.get("max_output_tokens"),
             context_max_tokens=config.get("context_max_tokens"),
+            context_trim_to=self.context_trim_to,
+            cache_key=conversation_id,
             max_tool_rounds=config.get("max_tool_rounds", defaults.max_tool_rounds),
             tool_timeout=self.tool_timeout,
             reasoning=_reasoning(config),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from app.runs.errors import BadEventId, EventsExpired
 from app.runs.events import SHUTTING_DOWN_ERROR, EventName, RunEvent, notice, parse_event_id
-from app.runs.live import LiveRun
+from app.runs.live import Behind, LiveRun
 from app.runs.log_codec import stored_events
 from app.runs.recovery import recover
 from app.runs.services import Services
@@ -23,6 +23,33 @@ from app.storage import RunRecord, RunRepository, utcnow
 
 _LIVENESS_EVERY = 1.0
 """Seconds between checks that a followed run's process is still alive."""
+_CATCH_UP_ROWS = 500
+"""Stored rows read at a time by a reader behind what a run of this process keeps in memory."""
+
+
+async def follow_live(
+    services: Services, live: LiveRun, after: int
+) -> AsyncIterator[builtins.list[RunEvent]]:
+    """The events of a run of this process after position ``after``, in batches, until
+    ``done``: from memory, and from the stored log for what memory no longer keeps."""
+    position = after
+    while True:
+        try:
+            async for batch in live.follow(position):
+                if batch[-1].seq:  # a notice (no position) ends the batches
+                    position = batch[-1].seq
+                yield batch
+            return
+        except Behind:
+            async with services.reader(None) as reader:
+                rows = await RunRepository(reader.session).events_after(
+                    live.run_id, position, _CATCH_UP_ROWS
+                )
+            batch = [e for row in rows for e in stored_events(row) if e.seq > position]
+            if not batch:  # pruned or never stored: nothing more to give this reader
+                return
+            position = batch[-1].seq
+            yield batch
 
 
 @dataclass(frozen=True)
@@ -80,7 +107,7 @@ class RunReader:
         """The run's events after the resume point, in batches, until ``done``."""
         live = resume.live or self.services.manager.get(resume.run.id)
         if live is not None:
-            async for batch in live.follow(resume.after):
+            async for batch in follow_live(self.services, live, resume.after):
                 yield batch
             return
         async for batch in self._follow_stored(resume.run, resume.after):

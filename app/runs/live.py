@@ -1,11 +1,16 @@
-"""The runs this process executes, in memory: their events so far, their readers, stopping them.
+"""The runs this process executes, in memory: their recent events, their readers, stopping them.
 
-May import the runs layer's events and the domain's chunk type. A ``LiveRun`` keeps every
-event of its run until it ends, so any number of readers on this process follow it from any
-position, and numbers the events it sends next (``next_events``, ``next_chunk``); readers on
-other processes follow the stored log instead (app/runs/follow.py). The ``RunManager`` finds a
-local run by id (to cancel it, to follow it), knows when the process is shutting down, and wakes
-readers of other processes' runs when the database says they have new events.
+May import the runs layer's events and the domain's chunk type. A ``LiveRun`` numbers the events
+it sends next (``next_events``, ``next_chunk``) and hands them to any number of readers on this
+process; readers on other processes follow the stored log instead (app/runs/follow.py). Memory
+stays bounded: once the log holds an event, only the last ``KEEP_EVENTS`` are kept here, and a
+reader further behind is told so (``Behind``) and reads the log first. What a reader is sent is
+what the run may still own: events not yet stored only while the ``SendGate`` is open (the
+writer's database keeps up) and the run's lease is known to hold; when the lease's term passes
+unrenewed, readers get the stored events, then a ``lease_lost`` notice, and the run stops.
+The ``RunManager`` finds a local run by id (to cancel it, to follow it), knows when the process is
+shutting down, and wakes readers of other processes' runs when the database says they have new
+events.
 """
 
 from __future__ import annotations
@@ -18,12 +23,39 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from app.domain import StreamChunk
-from app.runs.events import EventName, OnDisconnect, RunEvent, chunk_event, numbered
+from app.runs.events import (
+    LEASE_LOST_ERROR,
+    EventName,
+    OnDisconnect,
+    RunEvent,
+    chunk_event,
+    notice,
+    numbered,
+)
 from app.runs.payloads import EventData
 
 log = logging.getLogger(__name__)
 
 StopReason = Literal["cancel", "disconnect", "shutdown", "lease_lost", "storage_failed"]
+
+KEEP_EVENTS = 256
+"""Stored events a run keeps in memory for readers just behind it."""
+LEASE_GRACE = 1.0
+"""Seconds a run waits, its lease's term over, for a renewal before it stops."""
+_TRIM_EVERY = 1024
+"""Stored events dropped at a time (dropping from a list's front costs its length)."""
+
+
+class Behind(Exception):
+    """A reader asked for events no longer kept in memory: they are in the stored log."""
+
+
+class SendGate:
+    """Whether events not yet stored may be sent: open while the writer's database keeps up
+    (the event writer closes it when a flush fails or takes too long)."""
+
+    def __init__(self) -> None:
+        self.open = True
 
 
 @dataclass(eq=False)
@@ -39,6 +71,18 @@ class LiveRun:
     version: int
     """The conversation's version after the run's last stored change."""
     events: list[RunEvent] = field(default_factory=list)
+    """The events from position ``base + 1`` on."""
+    stored: int = 0
+    """The position of the last event the log holds."""
+    gate: SendGate | None = None
+    """None: events are not logged — every event is sent, and kept until the run ends."""
+    base: int = 0
+    lease_unconfirmed: bool = False
+    """The lease's term passed without a renewal: until one comes, the run may no longer own
+    what it has not stored, and readers are sent stored events only."""
+    lease_gone: bool = False
+    """The lease is lost, or went unconfirmed past its grace: readers are told, the run stops."""
+    _lease_timer: asyncio.TimerHandle | None = None
     task: asyncio.Task[None] | None = None
     running: bool = False
     """Its task has begun: a stop cancels it (before that, the task sees ``stop_reason``)."""
@@ -50,7 +94,7 @@ class LiveRun:
     @property
     def seq(self) -> int:
         """The position of the last event (events are numbered 1, 2, … in order)."""
-        return len(self.events)
+        return self.base + len(self.events)
 
     @property
     def done(self) -> bool:
@@ -67,25 +111,83 @@ class LiveRun:
     def publish(self, events: list[RunEvent]) -> None:
         """Hand events to the readers (they must continue the numbering)."""
         self.events.extend(events)
-        self._changed.set()
-        self._changed = asyncio.Event()
+        self._trim()
+        self._wake()
+
+    def mark_stored(self, seq: int) -> None:
+        """The log holds the events up to ``seq`` (the writer committed them)."""
+        if seq > self.stored:
+            self.stored = seq
+            self._trim()
+            self._wake()
+
+    def hold_lease_until(self, deadline: float) -> None:
+        """The lease is known to hold until ``deadline`` (the event loop's clock). Past it with
+        no renewal, readers get stored events only; ``LEASE_GRACE`` later, still none, they are
+        told (``lease_lost``) and the run stops — another process may have ended it by then."""
+        self._cancel_lease_timer()
+        if self.lease_unconfirmed and not self.lease_gone:
+            self.lease_unconfirmed = False
+            self._wake()
+        self._lease_timer = asyncio.get_running_loop().call_at(deadline, self._lease_ran_out)
+
+    def lease_lost(self) -> None:
+        """Another process holds the conversation now: stop, and tell the readers."""
+        self._cancel_lease_timer()
+        self.lease_unconfirmed = self.lease_gone = True
+        self.stop("lease_lost")
+        self._wake()
+
+    def release(self) -> None:
+        """The run is over on this process: no lease to watch."""
+        self._cancel_lease_timer()
+
+    def wake(self) -> None:
+        """Readers look again (the gate opened)."""
+        self._wake()
 
     async def follow(self, after: int) -> AsyncIterator[list[RunEvent]]:
-        """The events after position ``after``, in batches as they come, until ``done``; none
-        when the run ends before reaching ``after`` (an id past its end)."""
+        """The events after position ``after``, in batches as they may be sent, until ``done``;
+        none when the run ends before reaching ``after`` (an id past its end). ``Behind`` when
+        the events after ``after`` are no longer kept here; a ``lease_lost`` notice (no id) ends
+        the batches when the lease ran out before ``done``."""
         position = max(0, after)
         while True:
             changed = self._changed
-            if position < len(self.events):
-                batch = self.events[position:]
-                position += len(batch)
+            if position < self.base:
+                raise Behind(position)
+            end = self._sendable()
+            if position < end:
+                batch = self.events[position - self.base : end - self.base]
+                position = end
                 yield batch
                 if batch[-1].name == EventName.DONE:
                     return
-            elif self.done:
+            elif self.lease_gone and not self.done:
+                yield [notice(LEASE_LOST_ERROR)]
+                return
+            elif self.done and position >= self.seq:
                 return
             else:
                 await changed.wait()
+
+    def _sendable(self) -> int:
+        """The position up to which events may be sent now."""
+        if self.lease_unconfirmed or (self.gate is not None and not self.gate.open):
+            return min(self.stored, self.seq)
+        return self.seq
+
+    def _trim(self) -> None:
+        if self.gate is None:  # nothing is logged: the events exist only here
+            return
+        excess = min(self.stored, self.seq) - KEEP_EVENTS - self.base
+        if excess >= _TRIM_EVERY:
+            del self.events[:excess]
+            self.base += excess
+
+    def _wake(self) -> None:
+        self._changed.set()
+        self._changed = asyncio.Event()
 
     def stop(self, reason: StopReason) -> bool:
         """Stop the model stream (once); False when it is already stopping or finishing."""
@@ -95,6 +197,20 @@ class LiveRun:
         if self.running:  # a task cancelled before its first step would never run its ending
             self.task.cancel()
         return True
+
+    def _lease_ran_out(self) -> None:
+        self._lease_timer = None
+        if self.lease_unconfirmed:  # the grace is over too
+            log.warning("run %s: its lease went unrenewed past its term; stopping it", self.run_id)
+            self.lease_lost()
+            return
+        self.lease_unconfirmed = True
+        self._lease_timer = asyncio.get_running_loop().call_later(LEASE_GRACE, self._lease_ran_out)
+
+    def _cancel_lease_timer(self) -> None:
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+            self._lease_timer = None
 
 
 class RunManager:
@@ -122,6 +238,7 @@ class RunManager:
         self._runs[run.run_id] = run
 
     def discard(self, run: LiveRun) -> None:
+        run.release()
         if self._runs.get(run.run_id) is run:
             del self._runs[run.run_id]
 

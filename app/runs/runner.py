@@ -108,6 +108,7 @@ class RunService:
             raise ShuttingDown()
         run_id = new_run_id()
         delta = delta or Delta()
+        asked_at = asyncio.get_running_loop().time()  # the lease runs from no earlier than this
         # A dead run's expired lease in the way: recovered, then this start once more.
         begun = await recovering(
             services,
@@ -117,9 +118,19 @@ class RunService:
         record, messages, config, adapter_name, started = begun
         conversation = LLMConversation(messages, config)
         observer = RunObserver(adapter_name, record.id, run_id)
+        logged = services.settings.run_event_log
         run = LiveRun(
-            run_id, record.id, self.owner, on_disconnect, len(messages), record.version, [started]
+            run_id,
+            record.id,
+            self.owner,
+            on_disconnect,
+            len(messages),
+            record.version,
+            [started],
+            stored=started.seq,  # stored with the start
+            gate=services.writer.gate if logged else None,
         )
+        run.hold_lease_until(asked_at + services.settings.run_lease_seconds)
         services.manager.add(run)
         run.task = asyncio.create_task(self._run(run, conversation, observer), name=f"run-{run_id}")
         if services.manager.shutting_down:  # the drain began while this run was starting
@@ -151,7 +162,7 @@ class RunService:
                 raise PendingToolCalls(record.pending_tool_call_ids)
             if all(isinstance(m, AgentMessage) for m in messages):
                 raise NothingToAnswer(conversation_id)
-            config = services.configs.build(record.config)
+            config = services.configs.build(record.config, record.id)
             try:
                 adapter, _ = config.select()
             except ConversationConfigurationError as exc:

@@ -52,6 +52,7 @@ class Services:
             selector=build_selector(settings),
             server_tools=builtin_tools(),
             tool_timeout=settings.tool_timeout_seconds,
+            context_trim_to=settings.context_trim_to if settings.context_trim_to < 1 else None,
         )
         return cls(settings, Database.from_settings(settings), configs)
 

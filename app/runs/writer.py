@@ -22,7 +22,7 @@ from typing import Any
 
 from app.domain import Message
 from app.runs.events import FinalStatus, RunEvent
-from app.runs.live import LiveRun, RunManager
+from app.runs.live import LiveRun, RunManager, SendGate
 from app.runs.log_codec import merged_rows
 from app.runs.payloads import EventData
 from app.runs.recovery import recover
@@ -106,6 +106,9 @@ class EventWriter:
         """Write transactions so far (for the benchmark and operators)."""
         self.on_flush: Callable[[float, int], None] | None = None
         """Called with (seconds, events stored) after each flush."""
+        self.gate = SendGate()
+        """Closed while flushes fail or hang: readers are then sent stored events only."""
+        self._gate_patience = max(0.25, 2.5 * settings.event_flush_seconds)
 
     # --- what runs call -------------------------------------------------------------------------
 
@@ -214,9 +217,12 @@ class EventWriter:
             groups.setdefault(run.run_id, _Group(run)).events.append(event)
         for commit in commits:
             groups.setdefault(commit.run.run_id, _Group(commit.run)).commits.append(commit)
+        hanging = asyncio.get_running_loop().call_later(self._gate_patience, self._close_gate)
         try:
             await self._store(list(groups.values()))
+            self._open_gate()
         except Exception as exc:
+            self._close_gate()
             if not is_transient(exc):
                 await self._store_each_alone(list(groups.values()))
             elif not self._closing:  # unreachable or busy: keep everything, in order, retry
@@ -230,8 +236,21 @@ class EventWriter:
                 return
             else:
                 log.exception("event writer: the last flush failed; %d events lost", len(events))
+        finally:
+            hanging.cancel()
         if self.on_flush is not None:
             self.on_flush(time.monotonic() - started, len(events) + len(commits))
+
+    def _close_gate(self) -> None:
+        if self.gate.open:
+            self.gate.open = False
+            log.warning("event writer: the database is not keeping up; sending stored events only")
+
+    def _open_gate(self) -> None:
+        if not self.gate.open:
+            self.gate.open = True
+            for run in self._manager.all():
+                run.wake()
 
     async def _store_each_alone(self, groups: list[_Group]) -> None:
         """One run's bad data must not cost the others theirs: store each run alone. A run
@@ -276,6 +295,10 @@ class EventWriter:
                 commit.future.set_exception(outcome)
             else:
                 commit.future.set_result(outcome)
+        for group in groups:
+            stored = [*group.events, *landing.events.get(group.run.run_id, ())]
+            if stored and group.run not in lost:
+                group.run.mark_stored(max(event.seq for event in stored))
         for run in lost:
             self._lease_lost(run)
 
@@ -301,6 +324,7 @@ class EventWriter:
         live = self._manager.running()
         if not live:
             return
+        asked_at = self._now()  # each renewed lease runs from no earlier than this
         async with self._repository() as repo:
             held = await RunRepository(repo.session).renew_leases(
                 [r.run_id for r in live], self._settings.run_lease_seconds
@@ -309,12 +333,15 @@ class EventWriter:
         for run in live:
             if run.run_id not in held:
                 self._lease_lost(run)
+            else:
+                run.hold_lease_until(asked_at + self._settings.run_lease_seconds)
 
     def _lease_lost(self, run: LiveRun) -> None:
         """Stop ``run``: another process holds its conversation now (a finishing run's ending
         meets LeaseLost on its own)."""
-        if run.stop("lease_lost"):
+        if not run.lease_gone:
             log.warning("run %s lost its lease; stopping it", run.run_id)
+        run.lease_lost()
 
     async def _poll_cancels(self) -> None:
         live = self._manager.running()

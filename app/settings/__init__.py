@@ -21,6 +21,7 @@ from pydantic import (
 )
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.settings.caching import CachingSettings
 from app.settings.checks import is_host_pattern, is_origin, names_a_host
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
@@ -42,7 +43,7 @@ def _sdk_env(name: str) -> AliasChoices:
     return AliasChoices(f"PARLEY_{name}", name, name.lower())
 
 
-class Settings(BaseSettings):
+class Settings(CachingSettings, BaseSettings):
     """Everything an operator can set; each field is documented in docs/settings.md.
 
     A topic's settings may live in their own module of this package, as a ``BaseSettings``
@@ -92,9 +93,9 @@ class Settings(BaseSettings):
     max_import_bytes: int = Field(
         33_554_432,
         ge=1024,
-        description="Largest body of `POST /conversations` and `POST /conversations/import`, "
-        "which load a whole conversation: the default (32 MiB) fits `max_import_messages` "
-        "(10,000) messages of 3,000 characters each.",
+        description="Largest body of `POST /conversations`, `POST /conversations/import` and "
+        "`POST /ai-sdk/chat`, which carry a whole conversation: the default (32 MiB) fits "
+        "`max_import_messages` (10,000) messages of 3,000 characters each.",
     )
     max_text_chars: int = Field(100_000, ge=1, description="Longest text of one message.")
     max_bundle_messages: int = Field(100, ge=1, description="Most messages in one delta bundle.")

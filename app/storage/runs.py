@@ -289,9 +289,11 @@ class RunRepository:
                 ],
             )
 
-    async def events_after(self, run_id: str, seq: int) -> builtins.list[EventRow]:
+    async def events_after(
+        self, run_id: str, seq: int, limit: int | None = None
+    ) -> builtins.list[EventRow]:
         """The rows holding the run's events after ``seq``, in order (the first may start
-        at or before ``seq`` when it holds several events)."""
+        at or before ``seq`` when it holds several events); at most ``limit`` more rows."""
         columns = (_E.seq, _E.count, _E.name, _E.data)
         covering = await self._session.execute(  # the row that holds ``seq`` itself, if merged
             select(*columns)
@@ -301,7 +303,7 @@ class RunRepository:
         )
         rows = [EventRow(run_id, *row) for row in covering if row.seq + row.count - 1 > seq]
         after = await self._session.execute(
-            select(*columns).where(_E.run_id == run_id, _E.seq > seq).order_by(_E.seq)
+            select(*columns).where(_E.run_id == run_id, _E.seq > seq).order_by(_E.seq).limit(limit)
         )
         return rows + [EventRow(run_id, *row) for row in after]
 

@@ -229,6 +229,7 @@ WRITE_ROUTES = [
     ("POST", "/conversations/{id}/stream"),
     ("POST", "/conversations/{id}/fork"),
     ("POST", "/conversations/{id}/rewind"),
+    ("POST", "/ai-sdk/chat"),
 ]
 
 

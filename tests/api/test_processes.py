@@ -343,10 +343,17 @@ async def test_a_process_paused_past_its_lease_lets_its_run_go_without_writing(
         assert runs[0]["status"] == "interrupted" and runs[0]["error_code"] == "process_lost"
         seen += [e async for e in stream]
         await response.aclose()
-        assert seen[-1].name == "done" and seen[-1].data["status"] == "aborted", seen[-3:]
+        # a's reader is told, with no id (resume elsewhere), and shown nothing a did not store
+        assert seen[-1].name == "error" and seen[-1].id is None, seen[-3:]
         assert [e.data["code"] for e in seen if e.name == "error"] == ["lease_lost"]
+        assert "done" not in [e.name for e in seen]
         stored = await messages(http, b.url, conv_id)
         assert len(stored) == 2 and stored[1]["incomplete"] is True
+        shown = "".join(e.data["delta"] for e in seen if e.name == "content_block_delta")
+        # all a showed was stored, but for what it sent within one flush before it was paused
+        assert len(shown) - len(stored[1]["text"]) <= 40 and stored[1]["text"].startswith(
+            shown[: len(stored[1]["text"])]
+        )
         headers = {"Last-Event-ID": f"{run_id}:0"}
         async with http.stream(
             "GET", f"{b.url}/conversations/{conv_id}/stream", headers=headers

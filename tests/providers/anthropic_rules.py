@@ -74,13 +74,60 @@ def thinking_on(body: dict[str, Any]) -> bool:
 
 def anthropic_violations(body: dict[str, Any], issued: Registry) -> list[str]:
     """What the messages API would refuse in ``body``, in its words (empty: nothing)."""
-    found = _config_violations(body)
+    found = _config_violations(body) + cache_violations(body)
     for i, turn in enumerate(body.get("messages", [])):
         if turn.get("role") == "assistant" and isinstance(turn.get("content"), list):
             found += _block_violations(i, turn["content"], issued)
     if thinking_on(body):
         found += _final_turn_violations(body["messages"], issued)
     return found + anthropic_attachment_violations(body)
+
+
+MAX_BREAKPOINTS = 4
+
+
+def cache_violations(body: dict[str, Any]) -> list[str]:
+    """What the API refuses of ``cache_control``: more than four blocks carrying it, a value
+    other than ``{"type": "ephemeral"}`` (with a ``ttl`` of 5m or 1h), one on an empty text
+    block, and one on a thinking block (which takes no such field)."""
+    found: list[str] = []
+    marked = 0
+    for where, block in request_blocks(body):
+        if "cache_control" not in block:
+            continue
+        marked += 1
+        control = block["cache_control"]
+        kind = block.get("type")
+        if kind in THINKING_TYPES:
+            found.append(f"{where}.{kind}.cache_control: Extra inputs are not permitted")
+        elif not isinstance(control, dict) or control.get("type") != "ephemeral":
+            found.append(f"{where}.cache_control.type: Input should be 'ephemeral'")
+        elif set(control) - {"type", "ttl"} or control.get("ttl", "5m") not in ("5m", "1h"):
+            found.append(f"{where}.cache_control: Extra inputs are not permitted")
+        elif kind == "text" and not str(block.get("text", "")):
+            found.append(f"{where}: cache_control cannot be set for empty text blocks")
+    if marked > MAX_BREAKPOINTS:
+        found.insert(
+            0,
+            f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+            f"Found {marked}.",
+        )
+    return found
+
+
+def request_blocks(body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """Every block of a request in the order the prompt cache reads them (tools, system,
+    messages), with where it is (``tools.0``, ``system.0``, ``messages.1.content.2``); a
+    string system prompt or content is one text block."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for i, tool in enumerate(body.get("tools") or []):
+        found.append((f"tools.{i}", tool))
+    system = body.get("system")
+    blocks = [{"type": "text", "text": system}] if isinstance(system, str) else system or []
+    found += [(f"system.{i}", b) for i, b in enumerate(blocks)]
+    for i, turn in enumerate(body.get("messages") or []):
+        found += [(f"messages.{i}.content.{j}", b) for j, b in enumerate(_blocks(turn))]
+    return found
 
 
 def _config_violations(body: dict[str, Any]) -> list[str]:

@@ -95,3 +95,21 @@ def check_anthropic_request(body: dict[str, Any]) -> None:
     last = turns[-1]
     if last["role"] == "assistant" and last["content"][-1]["type"] == "text":
         assert last["content"][-1]["text"] == last["content"][-1]["text"].rstrip()
+
+
+def uncached(body: dict[str, Any]) -> dict[str, Any]:
+    """A messages body as it reads without its prompt-cache breakpoints: no ``cache_control``
+    on any block, the system prompt a string again (it is one text block to carry one)."""
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: strip(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [strip(v) for v in value]
+        return value
+
+    plain: dict[str, Any] = strip(body)
+    system = plain.get("system")
+    if isinstance(system, list):
+        plain["system"] = "".join(block["text"] for block in system)
+    return plain

@@ -22,10 +22,11 @@ from app.domain import (
     Usage,
 )
 from app.providers.anthropic_messages import AnthropicAdapter, anthropic_turns
+from app.providers.anthropic_request import EPHEMERAL
 
 from . import wire
 from .fake_server import FakeServer, Reply
-from .helpers import check_anthropic_request, conversation, drain, run
+from .helpers import check_anthropic_request, conversation, drain, run, uncached
 
 OPTIONS = RequestOptions()
 
@@ -55,9 +56,12 @@ async def test_text(server: FakeServer, anthropic_adapter: AnthropicAdapter) -> 
     (sent,) = server.received
     assert sent.path == "/v1/messages"
     assert sent.headers["authorization"] == "Bearer sk-ant-test"
-    assert sent.body["system"] == "Be brief.\n\nNever shout."
-    assert sent.body["model"] == "claude-test" and sent.body["max_tokens"] == 4096
-    assert sent.body["messages"] == [
+    assert sent.body["system"] == [
+        {"type": "text", "text": "Be brief.\n\nNever shout.", "cache_control": EPHEMERAL}
+    ]
+    body = uncached(sent.body)
+    assert body["model"] == "claude-test" and body["max_tokens"] == 4096
+    assert body["messages"] == [
         {
             "role": "user",
             "content": [
@@ -76,7 +80,7 @@ async def test_options_and_tools_are_sent(
     options = RequestOptions(model="claude-opus-4-8", temperature=1.7, max_output_tokens=64)
     response = await anthropic_adapter.send_message([TextMessage("x")], [spec], options)
     assert response.text == "ok"
-    body = server.bodies[0]
+    body = uncached(server.bodies[0])
     assert (body["model"], body["max_tokens"]) == ("claude-opus-4-8", 64)
     assert "temperature" not in body  # the messages API has none
     assert body["tools"] == [
@@ -109,7 +113,7 @@ async def test_tool_call_in_fragments(
         None,
         "Let me look.",
     )
-    second = server.bodies[1]
+    second = uncached(server.bodies[1])
     check_anthropic_request(second)
     assert second["messages"][1:] == [
         {
@@ -188,7 +192,7 @@ async def test_two_parallel_calls(server: FakeServer, anthropic_adapter: Anthrop
     conv.add_tool_result("toolu_b", error="timed out")
     _, error = await run(conv)
     assert error is None and conv.messages[-1] == TextMessage("Both found.", Role.ASSISTANT)
-    second = server.bodies[1]
+    second = uncached(server.bodies[1])
     check_anthropic_request(second)
     assistant, results = second["messages"][1:]
     assert [b["id"] for b in assistant["content"]] == ["toolu_a", "toolu_b"]
@@ -212,7 +216,7 @@ async def test_trailing_assistant_is_a_prefill(
     conv.messages.append(TextMessage("The answer is \n", Role.ASSISTANT))
     _, error = await run(conv)
     assert error is None
-    body = server.bodies[0]
+    body = uncached(server.bodies[0])
     check_anthropic_request(body)
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "The answer?"}]},
@@ -289,6 +293,6 @@ async def test_send_message_takes_messages_and_tools_as_seed_004_declares(
     reply = await anthropic_adapter.send_message([TextMessage("Say hello")], [])
     assert (reply.text, reply.stop_reason) == ("Hello", "end_turn")
     (sent,) = server.received
-    assert sent.body["messages"] == [
+    assert uncached(sent.body)["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Say hello"}]}
     ]

@@ -129,8 +129,10 @@ def histories(draw: st.DrawFn) -> Made:
     return made
 
 
-def _window(made: Made, budget: int | None, provider: str) -> list[Message] | None:
-    window = context_within(made.messages, budget)
+def _window(
+    made: Made, budget: int | None, provider: str, trim_to: float | None = None
+) -> list[Message] | None:
+    window = context_within(made.messages, budget, trim_to=trim_to)
     if all(isinstance(m, AgentMessage) for m in window.messages):
         return None  # the run refuses to send a window without the latest message
     return repair_history(window.messages, provider)
@@ -140,14 +142,15 @@ REASONING = st.sampled_from(
     [None, Reasoning("high"), Reasoning("low", summary="auto"), Reasoning(budget_tokens=2048)]
 )
 BUDGETS = st.one_of(st.none(), st.integers(20, 400))
+TRIM_TO = st.sampled_from([None, 0.3, 0.6, 0.9])  # None: the sliding window; else in steps
 
 
 @settings(max_examples=400, deadline=None)
-@given(histories(), BUDGETS, REASONING)
+@given(histories(), BUDGETS, REASONING, TRIM_TO)
 def test_any_history_gives_a_request_anthropic_accepts(
-    made: Made, budget: int | None, reasoning: Reasoning | None
+    made: Made, budget: int | None, reasoning: Reasoning | None, trim_to: float | None
 ) -> None:
-    history = _window(made, budget, "anthropic")
+    history = _window(made, budget, "anthropic", trim_to)
     if history is None:
         return
     options = RequestOptions(reasoning=reasoning)
@@ -157,11 +160,11 @@ def test_any_history_gives_a_request_anthropic_accepts(
 
 
 @settings(max_examples=400, deadline=None)
-@given(histories(), BUDGETS, REASONING)
+@given(histories(), BUDGETS, REASONING, TRIM_TO)
 def test_any_history_gives_a_request_the_responses_api_accepts(
-    made: Made, budget: int | None, reasoning: Reasoning | None
+    made: Made, budget: int | None, reasoning: Reasoning | None, trim_to: float | None
 ) -> None:
-    history = _window(made, budget, "openai")
+    history = _window(made, budget, "openai", trim_to)
     if history is None:
         return
     adapter = OpenAIResponsesAdapter(

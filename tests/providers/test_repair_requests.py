@@ -22,7 +22,7 @@ from app.providers.openai_chat import OpenAIAdapter, OpenAIConfig
 
 from . import wire
 from .fake_server import FakeServer, Reply
-from .helpers import conversation, run
+from .helpers import conversation, run, uncached
 
 # Never used for a request: only the request builders run. Port 9 is discard, not a provider.
 OPENAI = OpenAIAdapter(
@@ -185,7 +185,7 @@ async def test_a_broken_history_runs_through_the_real_anthropic_sdk(
     conv = conversation([anthropic_adapter], BROKEN)
     _, error = await run(conv)
     assert error is None and conv.messages[-1] == TextMessage("Here.", Role.ASSISTANT)
-    sent = server.bodies[0]
+    sent = uncached(server.bodies[0])
     check_anthropic(sent)
     assert [t["role"] for t in sent["messages"]] == ["user", "assistant", "user"]
     assert sent["messages"][-1]["content"] == [

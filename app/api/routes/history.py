@@ -13,6 +13,7 @@ from fastapi import APIRouter, Path, Query, Request, status
 from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
+from app.api.ai_sdk.messages import ui_messages
 from app.api.deps import CallerDep, IfMatchDep
 from app.api.paths import public_path
 from app.api.problems import Unprocessable
@@ -105,8 +106,8 @@ async def rewind_conversation(
     responses={
         200: {
             "description": "By `format`: the serialized MessageList (`MessageListDocument`), "
-            "a page of it with `after`/`limit` (`MessagePage`), `OpenAIMessagesOut` or "
-            "`AnthropicMessagesOut`."
+            "a page of it with `after`/`limit` (`MessagePage`), `OpenAIMessagesOut`, "
+            "`AnthropicMessagesOut`, or the AI SDK's `UIMessage[]` (`ai-sdk`)."
         }
     },
 )
@@ -114,8 +115,11 @@ async def get_messages(
     conversation_id: IdPath,
     caller: CallerDep,
     format: Annotated[
-        Literal["parley", "openai", "anthropic"],
-        Query(description="`parley` (the serialized format), `openai` or `anthropic`."),
+        Literal["parley", "openai", "anthropic", "ai-sdk"],
+        Query(
+            description="`parley` (the serialized format), `openai`, `anthropic` or `ai-sdk` "
+            "(the AI SDK's `UIMessage[]`, with stable ids: `useChat`'s initial messages)."
+        ),
     ] = "parley",
     after: Annotated[
         int | None, Query(ge=0, le=MAX_INDEX, description="Page: the messages after this index.")
@@ -142,6 +146,8 @@ async def get_messages(
         return JSONResponse({"messages": to_openai_format(messages)})
     if format == "anthropic":
         return JSONResponse(to_anthropic_format(messages))
+    if format == "ai-sdk":
+        return JSONResponse(ui_messages(conversation_id, messages))
     return JSONResponse(MessageList(messages).to_dict())
 
 
@@ -168,7 +174,8 @@ async def get_context(
     ] = None,
 ) -> ContextOut:
     """The messages a run would send within `max_tokens`: the system prompt always, then the
-    most recent messages that fit, repaired as every model call repairs them (an unanswered
+    most recent messages that fit (history over the budget is dropped in steps, down to
+    `PARLEY_CONTEXT_TRIM_TO` of it), repaired as every model call repairs them (an unanswered
     tool call gets an "interrupted" error, same-role turns are merged, …), with token counts."""
     context = await caller.history().context(conversation_id, max_tokens)
     return ContextOut(

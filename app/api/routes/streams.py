@@ -10,9 +10,10 @@ disconnects cancels it only when it started it with ``on_disconnect=cancel`` (th
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Header, Query, Request, Response
 from sse_starlette import EventSourceResponse
@@ -21,12 +22,15 @@ from starlette.background import BackgroundTask
 from starlette.types import Receive, Scope, Send
 
 from app.api import convert
+from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
+from app.api.reader_watch import ReaderWatch
 from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
 from app.api.sse import frames as sse_frames
 from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
+from app.runs.follow import follow_live
 from app.runs.live import LiveRun
 from app.runs.services import Services
 
@@ -44,6 +48,14 @@ SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {"description": "The server is shutting down; retry (`Retry-After`)."},
 }
 
+ProtocolQuery = Annotated[
+    Literal["parley", "ai-sdk"],
+    Query(
+        description="`parley` (named events) or `ai-sdk`: the AI SDK's UI message stream "
+        "(docs/frontend.md)."
+    ),
+]
+
 OnDisconnectQuery = Annotated[
     OnDisconnect,
     Query(
@@ -58,10 +70,15 @@ class _EventStream(EventSourceResponse):
     """An SSE response that treats a client which stopped reading as gone, quietly."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        watch = ReaderWatch.of(scope, self.send_timeout or 0)
+        watching = asyncio.create_task(watch.watch()) if watch is not None else None
         try:
             await super().__call__(scope, receive, send)
         except* SendTimeoutError:
             log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
+        finally:
+            if watching is not None:
+                watching.cancel()
 
 
 def _sse(
@@ -69,7 +86,11 @@ def _sse(
     run_id: str,
     batches: AsyncIterator[list[RunEvent]],
     on_close: Callable[[], None] | None = None,
+    ai_sdk: ChatStreamer | None = None,
 ) -> EventSourceResponse:
+    if ai_sdk is not None:  # ?protocol=ai-sdk: the same run, in the AI SDK's chunks
+        return ai_sdk(run_id, batches, on_close)
+
     async def frames() -> AsyncIterator[bytes]:
         try:
             async for batch in batches:
@@ -94,11 +115,14 @@ def _sse(
     )
 
 
-def _started(services: Services, run: LiveRun) -> EventSourceResponse:
+def _started(
+    services: Services, run: LiveRun, ai_sdk: ChatStreamer | None = None
+) -> EventSourceResponse:
     """The stream of a run this request started: from its first event; closing it early
     detaches the run's starter (which cancels it unless ``on_disconnect=continue``) — and so
     does a response whose body was never read."""
-    return _sse(services, run.run_id, run.follow(0), lambda: services.manager.detached(run))
+    events = follow_live(services, run, 0)
+    return _sse(services, run.run_id, events, lambda: services.manager.detached(run), ai_sdk)
 
 
 @router.get(
@@ -108,6 +132,7 @@ async def stream_conversation(
     conversation_id: IdPath,
     caller: CallerDep,
     on_disconnect: OnDisconnectQuery = "cancel",
+    protocol: ProtocolQuery = "parley",
     last_event_id: Annotated[
         str | None,
         Header(
@@ -129,14 +154,17 @@ async def stream_conversation(
     `Last-Event-ID`, resume the stream of a run (never a new run): 204 when nothing is left.
     Closing the connection aborts a run it started, unless `on_disconnect=continue`."""
     resume_from = last_event_id if last_event_id is not None else last_event_id_query
+    ai_sdk = chat_streamer(caller, conversation_id) if protocol == "ai-sdk" else None
+    if ai_sdk is not None and resume_from is not None:
+        resume_from = from_start(resume_from)  # the AI SDK's resume replays the whole reply
     if resume_from is not None:
         reader = caller.reader()
         resume = await reader.resume(conversation_id, resume_from)
         if resume is None:
             return Response(status_code=204)
-        return _sse(caller.services, resume.run.id, reader.follow(resume))
+        return _sse(caller.services, resume.run.id, reader.follow(resume), None, ai_sdk)
     run = await caller.runs().start(conversation_id, on_disconnect=on_disconnect)
-    return _started(caller.services, run)
+    return _started(caller.services, run, ai_sdk)
 
 
 @router.post(
@@ -149,24 +177,26 @@ async def post_and_stream(
     caller: CallerDep,
     expected_version: IfMatchDep,
     on_disconnect: OnDisconnectQuery = "cancel",
+    protocol: ProtocolQuery = "parley",
     idempotency_key: IdempotencyKeyHeader = None,
 ) -> Response:
     """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
     the bundle is not applied either. With `Idempotency-Key`, a retry gets the same run's
     stream from its first event (never a second run)."""
     services = caller.services
+    ai_sdk = chat_streamer(caller, conversation_id) if protocol == "ai-sdk" else None
 
     async def start() -> Response:
         delta = convert.delta(body, services.settings)
         run = await caller.runs().start(conversation_id, delta, expected_version, on_disconnect)
-        return _started(services, run)
+        return _started(services, run, ai_sdk)
 
     async def replay(run_id: str) -> Response:
         reader = caller.reader()
         resume = await reader.resume(conversation_id, f"{run_id}:0")
         if resume is None:
             return Response(status_code=204)
-        return _sse(services, resume.run.id, reader.follow(resume))
+        return _sse(services, resume.run.id, reader.follow(resume), None, ai_sdk)
 
     return await idempotent(request, idempotency_key, caller.idempotency(), start, replay)
 

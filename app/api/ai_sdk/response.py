@@ -1,0 +1,128 @@
+"""The HTTP response that carries a run in the AI SDK's UI message stream protocol.
+
+May import Starlette, sse-starlette, the api's deps and the runs layer. Every route that speaks
+the protocol answers through ``chat_stream``: the protocol's header, ``data:`` frames from the
+one translator (``app.api.ai_sdk.chunks``), the pings and send timeout of every stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from sse_starlette import EventSourceResponse
+from sse_starlette.sse import SendTimeoutError
+from starlette.background import BackgroundTask
+from starlette.types import Receive, Scope, Send
+
+from app.api.ai_sdk.chunks import HEADER, VERSION, stream_frames
+from app.api.ai_sdk.messages import reply_id
+from app.api.deps import Caller
+from app.api.reader_watch import ReaderWatch
+from app.runs.events import RunEvent, event_id, parse_event_id
+
+log = logging.getLogger(__name__)
+
+ChatStreamer = Callable[
+    [str, AsyncIterator[list[RunEvent]], Callable[[], None] | None], EventSourceResponse
+]
+"""Makes the protocol's response of a run: (run id, its event batches, what closing does)."""
+
+AI_SDK_RESPONSES: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "The AI SDK's UI message stream (protocol v1, header "
+        "`x-vercel-ai-ui-message-stream: v1`): `data:` JSON chunks — `start`, `start-step`, "
+        "`text-*`, `reasoning-*`, `tool-*`, `finish-step`, `error`, `abort`, `finish` — then "
+        "`data: [DONE]`. See docs/frontend.md.",
+        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+    },
+}
+
+
+def from_start(last_event_id: str) -> str:
+    """The id to resume a run's stream from its first event: the AI SDK's resume replays the
+    whole reply (its transports' ``resumeStreamIsReplay``). An id not of ours stays as it is,
+    to be refused as one."""
+    try:
+        run_id, _ = parse_event_id(last_event_id)
+    except ValueError:
+        return last_event_id
+    return event_id(run_id, 0)
+
+
+AI_SDK_FRAME: dict[str, Any] = {
+    "type": "object",
+    "title": "ai_sdk_chunk",
+    "description": "One frame of the AI SDK's UI message stream (`?protocol=ai-sdk`, "
+    '`/ai-sdk/…`): no name, no id; `data` a chunk\'s JSON (`{"type": …}`, the `ai` '
+    "package's `uiMessageChunkSchema`), `[DONE]` last.",
+    "required": ["data"],
+    "properties": {
+        "event": {"const": "message"},  # a frame without a name is a `message`
+        "data": {"type": "string", "pattern": '^(\\[DONE\\]|\\{"type":"[a-z-]+".*)$'},
+    },
+}
+"""The document's schema of each frame (its ``itemSchema``, as the named events have)."""
+
+
+class _ChatStream(EventSourceResponse):
+    """A stream that treats a client which stopped reading as gone, quietly (as the stream
+    routes' own: app/api/reader_watch.py)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        watch = ReaderWatch.of(scope, self.send_timeout or 0)  # as every stream route's
+        watching = asyncio.create_task(watch.watch()) if watch is not None else None
+        try:
+            await super().__call__(scope, receive, send)
+        except* SendTimeoutError:
+            log.info("a chat client read nothing for %ss: its stream was closed", self.send_timeout)
+        finally:
+            if watching is not None:
+                watching.cancel()
+
+
+def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
+    """The protocol's responses for runs of one conversation: the reply's id is read from the
+    conversation as the run found it (``run_started``'s ``message_count``)."""
+
+    async def name(started: RunEvent) -> str:
+        count = json.loads(started.data)["message_count"]
+        messages = list(await caller.conversations().messages(conversation_id))
+        return reply_id(conversation_id, messages[:count])
+
+    def respond(
+        run_id: str, batches: AsyncIterator[list[RunEvent]], on_close: Callable[[], None] | None
+    ) -> EventSourceResponse:
+        async def frames() -> AsyncIterator[bytes]:
+            try:
+                async for data in stream_frames(batches, name):
+                    yield data
+            finally:
+                if on_close is not None:
+                    on_close()
+
+        async def closed() -> None:
+            if on_close is not None:
+                on_close()
+
+        settings = caller.services.settings
+        headers = {
+            HEADER: VERSION,
+            "Cache-Control": "no-store",
+            "X-Accel-Buffering": "no",
+            "X-Run-Id": run_id,
+        }
+        return _ChatStream(
+            frames(),
+            ping=settings.sse_ping_seconds,
+            sep="\n",
+            send_timeout=settings.sse_send_timeout_seconds,
+            shutdown_grace_period=settings.shutdown_drain_seconds,
+            background=BackgroundTask(closed) if on_close is not None else None,
+            headers=headers,
+        )
+
+    return respond
