@@ -6,6 +6,7 @@ plain values (no API schemas); each use case commits once.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -110,12 +111,14 @@ class HistoryService:
     ) -> ConversationView:
         """A new conversation from a provider's own request shape."""
         longest = self.services.settings.max_text_chars
-        try:
+        try:  # in a worker thread: an import may be tens of MB, the event loop serves the rest
             if format == "openai":
-                messages = from_openai_format(document.get("messages"), longest)
+                messages = await asyncio.to_thread(
+                    from_openai_format, document.get("messages"), longest
+                )
             else:
-                messages = from_anthropic_format(
-                    document.get("system"), document.get("messages"), longest
+                messages = await asyncio.to_thread(
+                    from_anthropic_format, document.get("system"), document.get("messages"), longest
                 )
         except ProviderFormatError as exc:
             raise InvalidInput(("body", *exc.loc), str(exc)) from exc

@@ -14,6 +14,7 @@ takes is JSON, and the framework would not read it (a 422 saying the body is no 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 from typing import Any
@@ -21,6 +22,7 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.bodies import LARGE_BODY, hand_on
 from app.api.problems import (
     PayloadTooLarge,
     Unprocessable,
@@ -120,7 +122,12 @@ class StrictJsonBodies:
             )
             await problem_response(unreadable)(scope, receive, send)
             return
-        errors = _check(body)
+        if len(body) > LARGE_BODY:  # parsed (and checked) off the event loop, handed on
+            document, errors = await asyncio.to_thread(_parse, body)
+            if document is not _NOT_JSON and not errors:
+                hand_on(scope, document)
+        else:
+            _, errors = _parse(body)
         if errors:
             where = "; ".join(".".join(map(str, e["loc"])) for e in errors[:5])
             problem = Unprocessable(f"{where}: {errors[0]['msg']}", errors=errors)
@@ -150,11 +157,15 @@ async def _read(receive: Receive) -> bytes:
     return b"".join(chunks)
 
 
-def _check(body: bytes) -> list[dict[str, Any]]:
+_NOT_JSON = object()
+
+
+def _parse(body: bytes) -> tuple[Any, list[dict[str, Any]]]:
+    """The body's document (``_NOT_JSON`` when it is none) and what in it no database stores."""
     if not body:
-        return []
+        return _NOT_JSON, []
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):  # not JSON (or too deep): the framework's 400
-        return []
-    return find_unstorable(document)
+        return _NOT_JSON, []
+    return document, find_unstorable(document)

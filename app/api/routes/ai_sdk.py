@@ -20,11 +20,12 @@ from sse_starlette import EventSourceResponse
 
 from app.api.ai_sdk.request import ChatRequest, ask
 from app.api.ai_sdk.response import AI_SDK_RESPONSES, chat_streamer
+from app.api.bodies import ParsedBodyRoute
 from app.api.deps import CallerDep
 from app.runs.events import OnDisconnect
 from app.runs.follow import follow_live
 
-router = APIRouter(prefix="/ai-sdk", tags=["ai-sdk"])
+router = APIRouter(prefix="/ai-sdk", tags=["ai-sdk"], route_class=ParsedBodyRoute)
 
 CHAT_RESPONSES = {
     **AI_SDK_RESPONSES,

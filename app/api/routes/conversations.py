@@ -12,6 +12,7 @@ from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, st
 from fastapi.responses import JSONResponse
 
 from app.api import convert
+from app.api.bodies import ParsedBodyRoute
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.paths import public_path
@@ -19,7 +20,7 @@ from app.api.schemas import ConversationCreate, ConversationOut, ConversationPag
 from app.conversations.service import ConversationService
 from app.runs.services import Services
 
-router = APIRouter(prefix="/conversations", tags=["conversations"])
+router = APIRouter(prefix="/conversations", tags=["conversations"], route_class=ParsedBodyRoute)
 
 IdPath = Annotated[str, Path(description="The conversation id.")]
 

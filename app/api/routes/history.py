@@ -7,6 +7,7 @@ and maps the result.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, status
@@ -14,6 +15,7 @@ from fastapi.responses import JSONResponse, Response
 
 from app.api import convert
 from app.api.ai_sdk.messages import ui_messages
+from app.api.bodies import ParsedBodyRoute
 from app.api.deps import CallerDep, IfMatchDep
 from app.api.paths import public_path
 from app.api.problems import Unprocessable
@@ -36,7 +38,7 @@ from app.conversations.history import HistoryService
 from app.conversations.service import ConversationView
 from app.domain import MessageList, format_version, to_anthropic_format, to_openai_format
 
-router = APIRouter(prefix="/conversations", tags=["history"])
+router = APIRouter(prefix="/conversations", tags=["history"], route_class=ParsedBodyRoute)
 
 IdPath = Annotated[str, Path(description="The conversation id.")]
 DEFAULT_PAGE = 100
@@ -62,7 +64,8 @@ async def import_conversation(
 ) -> JSONResponse:
     """Create a conversation from an OpenAI chat-completions or Anthropic messages request
     (what `GET …/messages?format=…` exports). A bad item is named by index and field."""
-    convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
+    # off the event loop: an import may be tens of MB (app/api/bodies.py)
+    await asyncio.to_thread(convert.check_unicode, body.model_dump(exclude_unset=True), ("body",))
     if format == "openai" and body.system is not None:
         raise Unprocessable(
             "the OpenAI format has no 'system' field: send a system message",

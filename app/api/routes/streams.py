@@ -23,6 +23,7 @@ from starlette.types import Receive, Scope, Send
 
 from app.api import convert
 from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
+from app.api.bodies import ParsedBodyRoute
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.reader_watch import ReaderWatch
@@ -34,7 +35,7 @@ from app.runs.follow import follow_live
 from app.runs.live import LiveRun
 from app.runs.services import Services
 
-router = APIRouter(prefix="/conversations", tags=["runs"])
+router = APIRouter(prefix="/conversations", tags=["runs"], route_class=ParsedBodyRoute)
 log = logging.getLogger(__name__)
 
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
