@@ -144,7 +144,7 @@ async def killed_replica(servers: list[tuple[str, subprocess.Popen[bytes]]], lea
             f"{first}/conversations/{conv}/deltas",
             json={"messages": [{"role": "user", "text": long_text}]},
         )
-        async with client.stream("GET", f"{first}/conversations/{conv}/stream") as reply:
+        async with client.stream("POST", f"{first}/conversations/{conv}/stream") as reply:
             async for chunk in reply.aiter_bytes():
                 if b"content_block_delta" in chunk:
                     break
@@ -152,7 +152,7 @@ async def killed_replica(servers: list[tuple[str, subprocess.Popen[bytes]]], lea
             killed = time.perf_counter()
         refused = 0
         while True:
-            response = await client.get(f"{second}/conversations/{conv}/stream")
+            response = await client.post(f"{second}/conversations/{conv}/stream")
             if response.status_code != 409:
                 break
             refused += 1

@@ -24,8 +24,18 @@ from app.runs.events import EVENT_ID_PATTERN
 SSE = "text/event-stream"
 
 
+_SCHEMAS = "#/components/schemas/"
+STREAM_EVENT = "StreamEvent"  # the components' union of every event, parsed
+
+
+def event_schema_name(name: EventName) -> str:
+    """The component of one parsed event: ``run_started`` → ``RunStartedEvent``."""
+    return "".join(part.capitalize() for part in name.split("_")) + "Event"
+
+
 def _sse_event(name: EventName) -> dict[str, Any]:
-    body = {"$ref": f"#/components/schemas/{EVENT_DATA[name].__name__}"}
+    """One event as it is on the wire: ``data`` is JSON text whose schema is ``contentSchema``."""
+    body = {"$ref": f"{_SCHEMAS}{EVENT_DATA[name].__name__}"}
     return {
         "type": "object",
         "title": name,
@@ -43,11 +53,57 @@ def _sse_event(name: EventName) -> dict[str, Any]:
 
 
 SSE_EVENT: dict[str, Any] = {
-    "description": "One Server-Sent Event: `id` is `<run id>:<seq>` (send it back as "
-    "`Last-Event-ID` to resume), `event` its name, `data` a JSON object whose schema "
-    "(`contentSchema`) depends on the name.",
+    "description": "One Server-Sent Event (the schema of each event of the stream, as the "
+    "`itemSchema` of OpenAPI 3.2 would give it): `id` is `<run id>:<seq>` (send it back as "
+    "`Last-Event-ID` to resume), `event` its name, `data` JSON text whose schema "
+    f"(`contentSchema`) depends on the name. Parsed, an event is a `{STREAM_EVENT}`.",
     "oneOf": [_sse_event(name) for name in EventName],
 }
+
+
+def _parsed_event(name: EventName) -> dict[str, Any]:
+    """One event as a client holds it once its ``data`` is parsed: typed by generators."""
+    return {
+        "type": "object",
+        "title": event_schema_name(name),
+        "description": f"The `{name}` event, its `data` parsed from JSON.",
+        "required": ["event", "data"],
+        "properties": {
+            "id": {"type": "string", "pattern": EVENT_ID_PATTERN},
+            "event": {"type": "string", "const": name},
+            "data": {"$ref": f"{_SCHEMAS}{EVENT_DATA[name].__name__}"},
+        },
+    }
+
+
+def _event_components() -> dict[str, dict[str, Any]]:
+    """Each parsed event, and their union tagged by ``event``."""
+    refs = {name.value: f"{_SCHEMAS}{event_schema_name(name)}" for name in EventName}
+    components = {event_schema_name(name): _parsed_event(name) for name in EventName}
+    components[STREAM_EVENT] = {
+        "description": "An event of a run's stream (`text/event-stream`) with its `data` parsed "
+        "from JSON, by its name: what a client gets from each `MessageEvent` of an "
+        "`EventSource` (`{event: e.type, id: e.lastEventId, data: JSON.parse(e.data)}`).",
+        "oneOf": [{"$ref": ref} for ref in refs.values()],
+        "discriminator": {"propertyName": "event", "mapping": refs},
+    }
+    return components
+
+
+ITEM_SCHEMA = "x-itemSchema"  # OpenAPI 3.2's `itemSchema`, as a 3.1 extension
+EVENT_UNION = "x-parley-event"
+
+
+def _sse_content(path: str, operation: dict[str, Any]) -> dict[str, Any]:
+    """``text/event-stream`` in OpenAPI 3.1: no ``schema`` (a generated client would parse the
+    body by it), each event on the wire as ``x-itemSchema`` (3.2's ``itemSchema`` under an
+    extension's name: a test hands it to schemathesis under the real one), and the union of
+    the parsed events as ``x-parley-event`` (typed by generators through the components)."""
+    item = _item_schema(path, operation)
+    if item is AI_SDK_FRAME:  # the AI SDK's routes: its chunks only
+        return {ITEM_SCHEMA: item}
+    return {ITEM_SCHEMA: item, EVENT_UNION: {"$ref": f"{_SCHEMAS}{STREAM_EVENT}"}}
+
 
 BEARER = "bearer"  # the scheme's name; app.api.deps declares it on every keyed route
 _PROBLEM_REF = "#/components/schemas/Problem"
@@ -133,7 +189,7 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
         statuses |= {401, 503}  # every /conversations route: the key, and the database
     if has_path:
         statuses.add(404)
-        if method != "get" or path.endswith("/stream"):
+        if method != "get":
             statuses.add(409)
     if _IDEMPOTENCY_HEADER in headers:
         statuses.add(409)  # the key is in use by a request still being served
@@ -212,9 +268,7 @@ def _document_operation(path: str, method: str, operation: dict[str, Any]) -> No
         entry["content"] = {**_problem_content(status), **content}
     for entry in responses.values():
         if SSE in entry.get("content", {}):
-            # OpenAPI 3.2's ``itemSchema``: each event, not the whole body (a generated client
-            # reads the stream itself; schemathesis checks every event against it).
-            entry["content"][SSE] = {"itemSchema": _item_schema(path, operation)}
+            entry["content"][SSE] = _sse_content(path, operation)
     params = operation.get("parameters", [])
     idempotent = any(
         p.get("in") == "header" and p["name"].lower() == _IDEMPOTENCY_HEADER for p in params
@@ -268,6 +322,7 @@ def _add_components(document: dict[str, Any]) -> None:
         schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
         schemas.update(schema.pop("$defs", {}))
         schemas[model.__name__] = schema
+    schemas.update(_event_components())
     components["securitySchemes"] = {
         BEARER: {
             "type": "http",

@@ -3,7 +3,7 @@
 May import FastAPI, Starlette and the runs layer. ``idempotent`` wraps a route's work: the first
 request with a key is served and its result stored; a retry with the same key and request gets
 that result again (``Idempotent-Replayed: true``); for a stream, the same run, replayed from
-its first event by ``replay_run``.
+its first event by ``replay_run`` (after the ``Last-Event-ID`` it carries, ``replay_from``).
 """
 
 from __future__ import annotations
@@ -32,12 +32,22 @@ IdempotencyKeyHeader = Annotated[
         pattern=r"^[\x21-\x7e]+$",
         description="Make a retry safe: a request repeated with the same key (1–255 visible "
         "ASCII characters, e.g. a UUID) within 24 h gets the first result — for a stream, "
-        "the same run from its first event — never a second effect. The same key with "
+        "the same run from its first event, or after the `Last-Event-ID` the retry sends — "
+        "never a second effect. The same key with "
         "another request is a 422; while the first is still served, a 409.",
         # No example: a tool that sends the documented example (Swagger's "Try it out",
         # schemathesis, a generated client's tests) would reuse one key for every request.
     ),
 ]
+
+
+def replay_from(run_id: str, last_event_id: str | None) -> str:
+    """Where a retry's replay of run ``run_id`` starts: after the ``Last-Event-ID`` the retry
+    carries when it names an event of that run (a client that got part of the stream), else
+    at its first event."""
+    if last_event_id is not None and last_event_id.partition(":")[0] == run_id:
+        return last_event_id
+    return f"{run_id}:0"
 
 
 def _canonical(body: bytes) -> bytes:

@@ -3,7 +3,8 @@
 May import storage and the runs layer. A run of this process is followed in memory
 (``LiveRun.follow``); any other run through its stored log, woken by PostgreSQL NOTIFY or
 polling (``follow_poll_seconds``). A reader of a run whose process died ends that run (the
-next writer would anyway), so every reader ends with ``done``. A resume never starts a run.
+next writer would anyway), so every reader ends with ``done``. A resume never starts a run;
+nor does joining the running run (``running``) from its first event.
 """
 
 from __future__ import annotations
@@ -88,6 +89,16 @@ class RunReader:
                     raise EventsExpired(run.id)
                 return None
         return Resume(run, seq, live)
+
+    async def running(self, conversation_id: str) -> Resume | None:
+        """The conversation's running run, to follow from its first event (a reader that
+        connects before, or without, any ``Last-Event-ID``); None when nothing runs."""
+        async with self.services.reader(self.owner) as reader:
+            await reader.get(conversation_id)
+            run = await RunRepository(reader.session).running(conversation_id)
+        if run is None:
+            return None
+        return Resume(run, 0, self.services.manager.get(run.id))
 
     async def list(
         self, conversation_id: str, limit: int, cursor: str | None

@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.settings.caching import CachingSettings
 from app.settings.checks import is_host_pattern, is_origin, names_a_host
+from app.settings.streams import StreamSettings
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
@@ -43,7 +44,7 @@ def _sdk_env(name: str) -> AliasChoices:
     return AliasChoices(f"PARLEY_{name}", name, name.lower())
 
 
-class Settings(CachingSettings, BaseSettings):
+class Settings(CachingSettings, StreamSettings, BaseSettings):
     """Everything an operator can set; each field is documented in docs/settings.md.
 
     A topic's settings may live in their own module of this package, as a ``BaseSettings``

@@ -3,22 +3,69 @@ the bearer scheme, the request headers, role-tagged messages, and a true ``Allow
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from openapi_spec_validator import OpenAPIV31SpecValidator, validate
 
+from app.api.schemas.events import EVENT_DATA, EventName
 from app.openapi_export import openapi_document
 from app.storage.records import encode_cursor
 
 DOCUMENT = openapi_document()
+COMMITTED = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
 OPERATIONS = [
     (path, method, operation)
     for path, operations in DOCUMENT["paths"].items()
     for method, operation in operations.items()
 ]
+
+
+def test_the_committed_document_is_valid_openapi_3_1() -> None:
+    committed = json.loads(COMMITTED.read_text(encoding="utf-8"))
+    assert committed["openapi"].startswith("3.1")
+    validate(committed, cls=OpenAPIV31SpecValidator)
+    assert '"itemSchema":' not in json.dumps(committed)  # 3.2's key: 3.1 validators refuse it
+
+
+def test_every_stream_documents_each_event_on_the_wire_and_the_parsed_union() -> None:
+    schemas = DOCUMENT["components"]["schemas"]
+    union = schemas["StreamEvent"]
+    mapping = union["discriminator"]["mapping"]
+    assert union["discriminator"]["propertyName"] == "event"
+    assert set(mapping) == {name.value for name in EventName}
+    assert [v["$ref"] for v in union["oneOf"]] == list(mapping.values())
+    for name, ref in mapping.items():
+        event = schemas[ref.rsplit("/", 1)[1]]
+        assert event["properties"]["event"]["const"] == name
+        body = event["properties"]["data"]["$ref"].rsplit("/", 1)[1]
+        assert body == EVENT_DATA[EventName(name)].__name__ and body in schemas
+    streams = [
+        (path, method, operation["responses"]["200"]["content"]["text/event-stream"])
+        for path, method, operation in OPERATIONS
+        if "text/event-stream" in operation["responses"].get("200", {}).get("content", {})
+    ]
+    assert {(p, m) for p, m, _ in streams} >= {
+        ("/conversations/{conversation_id}/stream", "get"),
+        ("/conversations/{conversation_id}/stream", "post"),
+    }
+    for path, method, content in streams:
+        assert "schema" not in content  # a generated client would parse the stream by it
+        if path.startswith("/ai-sdk/"):  # the AI SDK's chunks only (no named events)
+            assert "x-parley-event" not in content
+            assert content["x-itemSchema"]["title"] == "ai_sdk_chunk"
+            continue
+        assert content["x-parley-event"] == {"$ref": "#/components/schemas/StreamEvent"}
+        frames = content["x-itemSchema"]["oneOf"]
+        wire = {v["properties"]["event"]["const"] for v in frames if "oneOf" not in v}
+        # the named events, and (on a route that takes `protocol`) the AI SDK's frames
+        assert wire - {"message"} == set(mapping) - {"message"}, (path, method)
+        assert "message" in wire
 
 
 def test_no_operation_documents_fastapis_validation_error() -> None:
@@ -60,12 +107,17 @@ def test_messages_are_a_union_tagged_by_role() -> None:
     assert set(items["discriminator"]["mapping"]) == {"system", "user", "assistant", "tool"}
     tool = DOCUMENT["components"]["schemas"]["ToolMessageIn"]
     assert set(tool["required"]) == {"role", "tool_call_id"}
-    # A result (and no error but null) or an error (and no result but null), without `not`.
-    assert tool["anyOf"] == [
-        {"required": ["result"], "properties": {"error": {"type": "null"}}},
-        {"required": ["error"], "properties": {"result": {"type": "null"}}},
+    # A result (and no error but null) or an error (and no result but null), without `not`,
+    # wrapped in `allOf` (openapi-typescript types a bare `anyOf` of `required` as `unknown`).
+    assert tool["allOf"] == [
+        {
+            "anyOf": [
+                {"required": ["result"], "properties": {"error": {"type": "null"}}},
+                {"required": ["error"], "properties": {"result": {"type": "null"}}},
+            ]
+        }
     ]
-    assert "not" not in tool
+    assert "not" not in tool and "anyOf" not in tool
 
 
 def test_each_messages_format_has_its_schema() -> None:

@@ -35,6 +35,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from app.api.contract import ITEM_SCHEMA
 from app.api.middleware.strict_json import find_unstorable
 from app.main import IMPORT_PATHS
 from app.openapi_export import openapi_document
@@ -197,10 +198,23 @@ def _existing(operation: Any, mode: GenerationMode, http: Any, url: str) -> dict
     return {"path_parameters": {"conversation_id": created.json()["id"]}}
 
 
+def _with_item_schemas(document: dict[str, Any]) -> dict[str, Any]:
+    """The document with each stream's events under OpenAPI 3.2's ``itemSchema`` (the served
+    3.1 document has them as ``x-itemSchema``), so that schemathesis checks every event of a
+    stream, and each event's ``data`` against its ``contentSchema``."""
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            for response in operation["responses"].values():
+                stream = response.get("content", {}).get("text/event-stream")
+                if stream is not None:
+                    stream["itemSchema"] = stream[ITEM_SCHEMA]
+    return document
+
+
 def _fuzz_everything(url: str) -> None:
     import requests
 
-    schema = schemathesis.openapi.from_dict(openapi_document())
+    schema = schemathesis.openapi.from_dict(_with_item_schemas(openapi_document()))
     with requests.Session() as http:
         for result in schema.get_all_operations():
             operation = result.ok()

@@ -24,7 +24,7 @@ from app.storage import Database
 from app.storage.idempotency import PENDING, IdempotencyRepository, KeyRecord, KeyRef
 from app.storage.records import utcnow
 from tests.api.conftest import LiveServer, app_client
-from tests.api.sse import parse
+from tests.api.sse import events, parse
 
 pytestmark = pytest.mark.postgres
 
@@ -224,6 +224,39 @@ async def test_a_retried_stream_resumes_the_same_run(
         runs = (await client.get(f"/conversations/{cid}/runs")).json()["items"]
         assert [r["id"] for r in runs] == [run_id]
         assert (await client.get(f"/conversations/{cid}")).json()["message_count"] == 2
+
+
+async def test_a_retried_stream_with_last_event_id_continues_after_it(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    """fetch-event-source retries a POST with the same key and the last id it got: it gets the
+    rest of the run once, no event twice (an id of another run replays from the start)."""
+    server = live_server(offline_delay_ms=30)
+    bundle = {"messages": [{"role": "user", "text": "one two three four five six"}]}
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as client:
+        cid = (await client.post("/conversations", json={})).json()["id"]
+        path = f"/conversations/{cid}/stream?on_disconnect=continue"
+        seen = []
+        async with client.stream("POST", path, json=bundle, headers=KEY) as first:
+            run_id = first.headers["x-run-id"]
+            async for event in events(first.aiter_lines()):
+                seen.append(event)
+                if event.name == "content_block_delta":
+                    break  # cut after the first word
+        last = seen[-1].id
+        retry = await client.post(path, json=bundle, headers={**KEY, "Last-Event-ID": last})
+        assert retry.status_code == 200 and retry.headers["idempotent-replayed"] == "true"
+        assert retry.text.startswith("retry: ")
+        rest = parse(retry.text)
+        ids = [e.id for e in seen + rest]
+        assert ids == [f"{run_id}:{n}" for n in range(1, len(ids) + 1)]
+        text = "".join(
+            e.data.get("delta", "") for e in seen + rest if e.name == "content_block_delta"
+        )
+        assert text == "one two three four five six" and rest[-1].name == "done"
+        other = {**KEY, "Last-Event-ID": f"{'0' * 32}:3"}
+        from_start = parse((await client.post(path, json=bundle, headers=other)).text)
+        assert from_start[0].id == f"{run_id}:1" and from_start[-1].id == rest[-1].id
 
 
 _FAIL_UPDATES = {

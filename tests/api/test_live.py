@@ -15,7 +15,7 @@ import uvicorn
 from app.main import create_app
 from app.settings import Settings
 from tests.api.conftest import LiveServer, wait_for
-from tests.api.sse import Event, events
+from tests.api.sse import Event, events, parse
 
 WORDS = " ".join(f"w{i}" for i in range(60))
 
@@ -81,7 +81,7 @@ async def test_second_stream_and_delta_during_a_run_get_409_with_the_run_id(
         conv_id, response, stream = await start_slow_run(http)
         started = (await read_until(stream, 1, "run_started"))[0]
         run_id = started.data["run_id"]
-        second = await http.get(f"/conversations/{conv_id}/stream")
+        second = await http.post(f"/conversations/{conv_id}/stream")
         assert second.status_code == 409
         assert second.json()["run_id"] == run_id
         delta = await http.post(
@@ -91,6 +91,31 @@ async def test_second_stream_and_delta_during_a_run_get_409_with_the_run_id(
         state = (await http.get(f"/conversations/{conv_id}")).json()
         assert state["status"] == "running" and state["run_id"] == run_id
         await response.aclose()
+
+
+async def test_a_follow_without_an_id_joins_the_running_run_from_its_first_event(
+    live_server: Callable[..., LiveServer],
+) -> None:
+    """An EventSource cut before its first event reconnects without an id: it joins the run
+    (no 409, no second run) and sees every event once, after a `retry:` field."""
+    server = live_server(offline_delay_ms=40, sse_retry_ms=250)
+    async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
+        conv_id, response, stream = await start_slow_run(http, "one two three four five")
+        run_id = (await read_until(stream, 2))[0].data["run_id"]
+        async with http.stream("GET", f"/conversations/{conv_id}/stream") as joined:
+            assert joined.status_code == 200
+            assert joined.headers["x-run-id"] == run_id
+            lines = [line async for line in joined.aiter_lines()]
+        got = parse("\n".join(lines))
+        assert lines[0] == "retry: 250"
+        assert [e.id for e in got] == [f"{run_id}:{n}" for n in range(1, len(got) + 1)]
+        assert got[0].name == "run_started" and got[-1].name == "done"
+        deltas = [e.data["delta"] for e in got if e.name == "content_block_delta"]
+        assert "".join(deltas) == "one two three four five"
+        await response.aclose()
+        runs = (await http.get(f"/conversations/{conv_id}/runs")).json()["items"]
+        assert [r["id"] for r in runs] == [run_id]
+        assert (await http.get(f"/conversations/{conv_id}/stream")).status_code == 204
 
 
 async def test_cancel_from_another_client_ends_the_stream_with_aborted(
@@ -150,7 +175,7 @@ async def test_head_on_the_stream_does_not_leave_the_conversation_running(
             return bool(state["status"] == "idle")
 
         assert await wait_for(idle, within=30.0)
-        follow = await http.get(f"/conversations/{conv_id}/stream")
+        follow = await http.post(f"/conversations/{conv_id}/stream")
         assert follow.status_code == 200
 
 

@@ -7,6 +7,7 @@ from sse_starlette.sse import AppStatus
 
 from app.main import create_app
 from app.settings import Settings
+from tests.api.conftest import app_client
 from tests.api.sse import parse
 from tests.api.test_streams import create, stream
 
@@ -44,6 +45,34 @@ async def test_runs_are_listed_newest_first_and_read_one_by_one(
         f"/conversations/{conv_id}/runs", headers={"Authorization": "Bearer someone-else"}
     )
     assert other.status_code == 404
+
+
+async def test_post_runs_starts_a_background_run_that_a_get_follows(
+    settings: Settings,
+) -> None:
+    slow = settings.model_copy(update={"offline_delay_ms": 30})
+    async with app_client(slow) as client:
+        conv_id = await create(client)
+        bundle = {"messages": [{"role": "user", "text": "one two three"}]}
+        started = await client.post(f"/conversations/{conv_id}/runs", json=bundle)
+        assert started.status_code == 202, started.text
+        run = started.json()
+        assert run["conversation_id"] == conv_id and run["on_disconnect"] == "continue"
+        assert run["status"] == "running"
+        assert started.headers["location"] == f"/conversations/{conv_id}/runs/{run['id']}"
+        busy = await client.post(f"/conversations/{conv_id}/runs")
+        assert busy.status_code == 409 and busy.json()["run_id"] == run["id"]
+        follow = await client.get(f"/conversations/{conv_id}/stream")
+        events = parse(follow.text)
+        assert follow.headers["x-run-id"] == run["id"] and events[0].name == "run_started"
+        assert events[-1].name == "done" and events[-1].data["status"] == "completed"
+        stored = (await client.get(started.headers["location"])).json()
+        assert stored["id"] == run["id"] and stored["status"] == "completed"
+        await client.post(f"/conversations/{conv_id}/deltas", json=bundle)
+        second = await client.post(f"/conversations/{conv_id}/runs")  # an empty body works
+        assert second.status_code == 202 and second.json()["id"] != run["id"]
+        runs = (await client.get(f"/conversations/{conv_id}/runs")).json()["items"]
+        assert len(runs) == 2
 
 
 async def test_resume_replays_the_rest_by_header_or_query(client: httpx.AsyncClient) -> None:

@@ -22,9 +22,12 @@ async def create(client: httpx.AsyncClient, **body: Any) -> str:
 
 async def stream(client: httpx.AsyncClient, conv_id: str, body: Any = None) -> list[Event]:
     url = f"/conversations/{conv_id}/stream"
-    response = await (client.post(url, json=body) if body is not None else client.get(url))
+    # No body at all (not even a Content-Type) runs the conversation as it stands.
+    response = await (client.post(url, json=body) if body is not None else client.post(url))
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
+    assert response.text.startswith("retry: 1000\n\n")  # PARLEY_SSE_RETRY_MS, once, first
+    assert response.text.count("retry:") == 1
     return parse(response.text)
 
 
@@ -60,11 +63,16 @@ async def test_post_stream_applies_delta_then_streams_words_and_persists(
     assert state["status"] == "idle" and state["version"] == done["version"]
 
 
-async def test_get_stream_runs_the_conversation_as_it_stands(client: httpx.AsyncClient) -> None:
+async def test_post_stream_without_a_body_runs_the_conversation_as_it_stands_and_get_does_not(
+    client: httpx.AsyncClient,
+) -> None:
     conv_id = await create(client)
     await client.post(
         f"/conversations/{conv_id}/deltas", json={"messages": [{"role": "user", "text": "hi"}]}
     )
+    idle = await client.get(f"/conversations/{conv_id}/stream")
+    assert idle.status_code == 204 and idle.content == b""
+    assert (await client.get(f"/conversations/{conv_id}/runs")).json()["items"] == []
     events = await stream(client, conv_id)
     assert [e.data["delta"] for e in events if e.name == "content_block_delta"] == ["hi"]
     stop = next(e for e in events if e.name == "message_stop")
@@ -103,7 +111,7 @@ async def test_client_tool_requires_action_then_continues(client: httpx.AsyncCli
     assert state["status"] == "requires_action"
     assert state["pending_tool_call_ids"] == [call_id]
 
-    blocked = await client.get(f"/conversations/{conv_id}/stream")
+    blocked = await client.post(f"/conversations/{conv_id}/stream")
     assert blocked.status_code == 409
     assert blocked.json()["pending_tool_call_ids"] == [call_id]
 
@@ -178,7 +186,7 @@ async def test_nothing_to_answer_is_409_and_leaves_the_conversation_idle(
     client: httpx.AsyncClient,
 ) -> None:
     conv_id = await create(client, system_prompt="Be brief.")
-    response = await client.get(f"/conversations/{conv_id}/stream")
+    response = await client.post(f"/conversations/{conv_id}/stream")
     assert response.status_code == 409
     assert response.json()["type"] == "/problems/nothing_to_answer"
     state = (await client.get(f"/conversations/{conv_id}")).json()
@@ -225,7 +233,7 @@ async def test_every_events_body_matches_the_schema_the_document_gives_its_name(
 ) -> None:
     document = (await client.get("/openapi.json")).json()
     route = document["paths"]["/conversations/{conversation_id}/stream"]["post"]
-    variants = route["responses"]["200"]["content"]["text/event-stream"]["itemSchema"]["oneOf"]
+    variants = route["responses"]["200"]["content"]["text/event-stream"]["x-itemSchema"]["oneOf"]
     by_name = {v["properties"]["event"]["const"]: v["properties"]["data"] for v in variants}
     weather = {"name": "weather", "description": "The weather.", "parameters": {}}
     conv_id = await create(client, config={"tools": ["add_numbers"], "client_tools": [weather]})

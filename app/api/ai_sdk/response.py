@@ -7,21 +7,18 @@ one translator (``app.api.ai_sdk.chunks``), the pings and send timeout of every 
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from sse_starlette import EventSourceResponse
-from sse_starlette.sse import SendTimeoutError
 from starlette.background import BackgroundTask
-from starlette.types import Receive, Scope, Send
 
 from app.api.ai_sdk.chunks import HEADER, VERSION, stream_frames
 from app.api.ai_sdk.messages import reply_id
 from app.api.deps import Caller
-from app.api.reader_watch import ReaderWatch
+from app.api.sse import WatchedEventSource
 from app.runs.events import RunEvent, event_id, parse_event_id
 
 log = logging.getLogger(__name__)
@@ -68,22 +65,6 @@ AI_SDK_FRAME: dict[str, Any] = {
 """The document's schema of each frame (its ``itemSchema``, as the named events have)."""
 
 
-class _ChatStream(EventSourceResponse):
-    """A stream that treats a client which stopped reading as gone, quietly (as the stream
-    routes' own: app/api/reader_watch.py)."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        watch = ReaderWatch.of(scope, self.send_timeout or 0)  # as every stream route's
-        watching = asyncio.create_task(watch.watch()) if watch is not None else None
-        try:
-            await super().__call__(scope, receive, send)
-        except* SendTimeoutError:
-            log.info("a chat client read nothing for %ss: its stream was closed", self.send_timeout)
-        finally:
-            if watching is not None:
-                watching.cancel()
-
-
 def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
     """The protocol's responses for runs of one conversation: the reply's id is read from the
     conversation as the run found it (``run_started``'s ``message_count``)."""
@@ -115,7 +96,7 @@ def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
             "X-Accel-Buffering": "no",
             "X-Run-Id": run_id,
         }
-        return _ChatStream(
+        return WatchedEventSource(
             frames(),
             ping=settings.sse_ping_seconds,
             sep="\n",

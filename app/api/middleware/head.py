@@ -2,8 +2,8 @@
 
 May import Starlette. FastAPI routes answer only the methods they declare; operators' probes and
 ``curl -I`` send HEAD. A HEAD is served as the GET it stands for, its status and headers
-(``Content-Length`` included) kept and its body dropped. Not on a stream: a HEAD must not start
-a run (it gets the 405 that names the stream's methods).
+(``Content-Length`` included) kept and its body dropped. Not on a stream: a HEAD would wait for a
+whole run to end (it gets the 405 that names the stream's methods).
 """
 
 from __future__ import annotations

@@ -1,37 +1,40 @@
-"""Routes that run the model and follow runs: the SSE stream (GET runs as is or resumes, POST
-applies a delta first), cancel, and the runs of a conversation. May import FastAPI,
-sse-starlette, schemas, deps and the runs layer.
+"""Routes that run the model and follow runs: the SSE stream (POST starts a run, applying a
+delta first; GET only follows the running run or resumes one), background runs, cancel, and the
+runs of a conversation. May import FastAPI, sse-starlette, schemas, deps and the runs layer.
 
 Events (DESIGN §4, app/runs/events.py): each has a name, an ``id`` ``<run id>:<seq>`` and a
 JSON body. Errors before the first event are problem+json; after it, an ``error`` event, then
 ``done``. A stream only reads its run: the run goes on in its own task, so a reader that
 disconnects cancels it only when it started it with ``on_disconnect=cancel`` (the default).
+No GET starts a run (GET is safe: a prefetcher, a link preview or a page load spends nothing).
+A response is made by a ``Respond`` (``sse_response``: Parley's named events), so a stream
+route can answer in another wire protocol by choosing another one.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator, Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
-from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi import APIRouter, Body, Header, Query, Request, Response
+from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
-from sse_starlette.sse import SendTimeoutError
 from starlette.background import BackgroundTask
-from starlette.types import Receive, Scope, Send
 
 from app.api import convert
 from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
 from app.api.bodies import ParsedBodyRoute
-from app.api.deps import CallerDep, CursorQuery, IfMatchDep
-from app.api.idempotency import IdempotencyKeyHeader, idempotent
-from app.api.reader_watch import ReaderWatch
+from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
+from app.api.idempotency import IdempotencyKeyHeader, idempotent, replay_from
+from app.api.paths import public_path
 from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
+from app.api.sse import WatchedEventSource
 from app.api.sse import frames as sse_frames
+from app.api.sse import retry as sse_retry
 from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
-from app.runs.follow import follow_live
+from app.runs.follow import Resume, follow_live
 from app.runs.live import LiveRun
 from app.runs.services import Services
 
@@ -40,13 +43,23 @@ log = logging.getLogger(__name__)
 
 SSE_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "A Server-Sent Events stream: `run_started`, `content_block_start`, "
-        "`content_block_delta`, `content_block_stop`, `tool_use`, `message`, `message_stop`, "
-        "`requires_action`, `error`, and `done` last. Each event's `id` is `<run id>:<n>`.",
+        "description": "A Server-Sent Events stream: a `retry:` field, then `run_started`, "
+        "`content_block_start`, `content_block_delta`, `content_block_stop`, `tool_use`, "
+        "`message`, `message_stop`, `requires_action`, `error`, and `done` last. Each event's "
+        "`id` is `<run id>:<n>`; each event, its `data` parsed, is a `StreamEvent` "
+        "(components; `x-parley-event`).",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     },
-    409: {"description": "A run already holds the conversation, or tool results are missing."},
     503: {"description": "The server is shutting down; retry (`Retry-After`)."},
+}
+STARTS_RESPONSES: dict[int | str, dict[str, Any]] = {
+    409: {"description": "A run already holds the conversation, or tool results are missing."}
+}
+
+_RUN_LOCATION = {
+    "description": "The run's URL path (`GET` it for its status).",
+    "required": True,
+    "schema": {"type": "string"},
 }
 
 ProtocolQuery = Annotated[
@@ -67,33 +80,30 @@ OnDisconnectQuery = Annotated[
 ]
 
 
-class _EventStream(EventSourceResponse):
-    """An SSE response that treats a client which stopped reading as gone, quietly."""
+class Respond(Protocol):
+    """Makes a stream's response from a run's events (the wire protocol is its choice)."""
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        watch = ReaderWatch.of(scope, self.send_timeout or 0)
-        watching = asyncio.create_task(watch.watch()) if watch is not None else None
-        try:
-            await super().__call__(scope, receive, send)
-        except* SendTimeoutError:
-            log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
-        finally:
-            if watching is not None:
-                watching.cancel()
+    def __call__(
+        self,
+        services: Services,
+        run_id: str,
+        batches: AsyncIterator[list[RunEvent]],
+        on_close: Callable[[], None] | None = None,
+    ) -> Response: ...
 
 
-def _sse(
+def sse_response(
     services: Services,
     run_id: str,
     batches: AsyncIterator[list[RunEvent]],
     on_close: Callable[[], None] | None = None,
-    ai_sdk: ChatStreamer | None = None,
-) -> EventSourceResponse:
-    if ai_sdk is not None:  # ?protocol=ai-sdk: the same run, in the AI SDK's chunks
-        return ai_sdk(run_id, batches, on_close)
+) -> Response:
+    """Parley's named events as ``text/event-stream``, after a ``retry:`` field."""
+    settings = services.settings
 
     async def frames() -> AsyncIterator[bytes]:
         try:
+            yield sse_retry(settings.sse_retry_ms)
             async for batch in batches:
                 yield sse_frames(batch, run_id)
         finally:
@@ -104,8 +114,7 @@ def _sse(
         if on_close is not None:
             on_close()
 
-    settings = services.settings
-    return _EventStream(
+    return WatchedEventSource(
         frames(),
         ping=settings.sse_ping_seconds,
         sep="\n",  # as the events' frames: sse-starlette's default ends its pings in CRLF
@@ -116,32 +125,74 @@ def _sse(
     )
 
 
-def _started(
-    services: Services, run: LiveRun, ai_sdk: ChatStreamer | None = None
-) -> EventSourceResponse:
+def _respond(caller: Caller, conversation_id: str, protocol: str) -> Respond:
+    """The response maker of the wire protocol asked for."""
+    if protocol != "ai-sdk":
+        return sse_response
+    streamer: ChatStreamer = chat_streamer(caller, conversation_id)
+
+    def ai_sdk(
+        services: Services,
+        run_id: str,
+        batches: AsyncIterator[list[RunEvent]],
+        on_close: Callable[[], None] | None = None,
+    ) -> Response:
+        return streamer(run_id, batches, on_close)
+
+    return ai_sdk
+
+
+def _started(services: Services, run: LiveRun, respond: Respond) -> Response:
     """The stream of a run this request started: from its first event; closing it early
     detaches the run's starter (which cancels it unless ``on_disconnect=continue``) — and so
     does a response whose body was never read."""
     events = follow_live(services, run, 0)
-    return _sse(services, run.run_id, events, lambda: services.manager.detached(run), ai_sdk)
+    return respond(services, run.run_id, events, lambda: services.manager.detached(run))
+
+
+async def _follow(caller: Caller, resume: Resume | None, respond: Respond) -> Response:
+    """A reader's stream of a run (never a new run): 204 when there is nothing to read."""
+    if resume is None:
+        return Response(status_code=204)
+    return respond(caller.services, resume.run.id, caller.reader().follow(resume))
+
+
+LastEventIdHeader = Annotated[
+    str | None,
+    Header(
+        description="Resume: the `id` of the last event you received. The events after it are "
+        "replayed, then the run is followed live until `done` (any server).",
+        json_schema_extra={"pattern": EVENT_ID_PATTERN},
+    ),
+]
+RetryLastEventIdHeader = Annotated[
+    str | None,
+    Header(
+        alias="Last-Event-ID",
+        description="On a retry with the same `Idempotency-Key` (as `fetch-event-source` "
+        "sends it): the `id` of the last event received; the same run's stream goes on after "
+        "it instead of from its first event. A request without the key ignores it.",
+        json_schema_extra={"pattern": EVENT_ID_PATTERN},
+    ),
+]
 
 
 @router.get(
-    "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
+    "/{conversation_id}/stream",
+    responses={
+        **SSE_RESPONSES,
+        204: {
+            "description": "Nothing runs (and no id was given), "
+            "or the run has nothing left to send."
+        },
+    },
+    response_class=EventSourceResponse,
 )
-async def stream_conversation(
+async def follow_stream(
     conversation_id: IdPath,
     caller: CallerDep,
-    on_disconnect: OnDisconnectQuery = "cancel",
     protocol: ProtocolQuery = "parley",
-    last_event_id: Annotated[
-        str | None,
-        Header(
-            description="Resume: the `id` of the last event you received. The events after "
-            "it are replayed, then the run is followed live until `done` (any server).",
-            json_schema_extra={"pattern": EVENT_ID_PATTERN},
-        ),
-    ] = None,
+    last_event_id: LastEventIdHeader = None,
     last_event_id_query: Annotated[
         str | None,
         Query(
@@ -151,55 +202,102 @@ async def stream_conversation(
         ),
     ] = None,
 ) -> Response:
-    """Run the model on the conversation as it stands and stream the reply — or, with
-    `Last-Event-ID`, resume the stream of a run (never a new run): 204 when nothing is left.
-    Closing the connection aborts a run it started, unless `on_disconnect=continue`."""
+    """Follow the conversation's running run from its first event — or, with `Last-Event-ID`,
+    resume a run's stream after that event. Never starts a run (start one with `POST …/stream`
+    or `POST …/runs`): 204 when nothing runs. Closing the connection leaves the run alone."""
+    respond = _respond(caller, conversation_id, protocol)
     resume_from = last_event_id if last_event_id is not None else last_event_id_query
-    ai_sdk = chat_streamer(caller, conversation_id) if protocol == "ai-sdk" else None
-    if ai_sdk is not None and resume_from is not None:
+    if protocol == "ai-sdk" and resume_from is not None:
         resume_from = from_start(resume_from)  # the AI SDK's resume replays the whole reply
-    if resume_from is not None:
-        reader = caller.reader()
-        resume = await reader.resume(conversation_id, resume_from)
-        if resume is None:
-            return Response(status_code=204)
-        return _sse(caller.services, resume.run.id, reader.follow(resume), None, ai_sdk)
-    run = await caller.runs().start(conversation_id, on_disconnect=on_disconnect)
-    return _started(caller.services, run, ai_sdk)
+    reader = caller.reader()
+    if resume_from is None:
+        return await _follow(caller, await reader.running(conversation_id), respond)
+    return await _follow(caller, await reader.resume(conversation_id, resume_from), respond)
+
+
+StreamBody = Annotated[
+    DeltaBundle | None,
+    Body(
+        description="Messages and a config patch to apply first; none (an empty body) runs "
+        "the conversation as it stands."
+    ),
+]
 
 
 @router.post(
-    "/{conversation_id}/stream", responses=SSE_RESPONSES, response_class=EventSourceResponse
+    "/{conversation_id}/stream",
+    responses={**SSE_RESPONSES, **STARTS_RESPONSES},
+    response_class=EventSourceResponse,
 )
 async def post_and_stream(
     request: Request,
     conversation_id: IdPath,
-    body: DeltaBundle,
     caller: CallerDep,
     expected_version: IfMatchDep,
+    body: StreamBody = None,
     on_disconnect: OnDisconnectQuery = "cancel",
     protocol: ProtocolQuery = "parley",
     idempotency_key: IdempotencyKeyHeader = None,
+    last_event_id: RetryLastEventIdHeader = None,
 ) -> Response:
-    """Apply a delta bundle, then run — continuation in one request. If the run cannot start,
-    the bundle is not applied either. With `Idempotency-Key`, a retry gets the same run's
-    stream from its first event (never a second run)."""
+    """Apply a delta bundle (if any), then run and stream the reply — continuation in one
+    request. If the run cannot start, the bundle is not applied either. With `Idempotency-Key`,
+    a retry gets the same run's stream (never a second run): from its first event, or after
+    the `Last-Event-ID` it sends."""
+    respond = _respond(caller, conversation_id, protocol)
     services = caller.services
-    ai_sdk = chat_streamer(caller, conversation_id) if protocol == "ai-sdk" else None
 
     async def start() -> Response:
-        delta = convert.delta(body, services.settings)
+        delta = convert.delta(body or DeltaBundle(), services.settings)
         run = await caller.runs().start(conversation_id, delta, expected_version, on_disconnect)
-        return _started(services, run, ai_sdk)
+        return _started(services, run, respond)
 
     async def replay(run_id: str) -> Response:
-        reader = caller.reader()
-        resume = await reader.resume(conversation_id, f"{run_id}:0")
-        if resume is None:
-            return Response(status_code=204)
-        return _sse(services, resume.run.id, reader.follow(resume), None, ai_sdk)
+        after = replay_from(run_id, last_event_id)
+        return await _follow(caller, await caller.reader().resume(conversation_id, after), respond)
 
     return await idempotent(request, idempotency_key, caller.idempotency(), start, replay)
+
+
+@router.post(
+    "/{conversation_id}/runs",
+    status_code=202,
+    response_model=RunOut,
+    responses={
+        202: {
+            "description": "Started: the run (`status` `running`), going on in the background.",
+            "headers": {"Location": _RUN_LOCATION},
+        },
+        **STARTS_RESPONSES,
+    },
+)
+async def start_run(
+    request: Request,
+    conversation_id: IdPath,
+    caller: CallerDep,
+    expected_version: IfMatchDep,
+    body: StreamBody = None,
+    idempotency_key: IdempotencyKeyHeader = None,
+) -> Response:
+    """Start a run in the background (`on_disconnect=continue`) and answer at once with it:
+    202 and its `Location`. Follow it with `GET …/stream` (an `EventSource`), or read its
+    status at `Location`. With `Idempotency-Key`, a retry gets the same run."""
+    services = caller.services
+
+    async def start() -> Response:
+        delta = convert.delta(body or DeltaBundle(), services.settings)
+        run = await caller.runs().start(conversation_id, delta, expected_version, "continue")
+        services.manager.detached(run)  # nobody reads it here: it goes on (continue)
+        record = await caller.reader().get(conversation_id, run.run_id)
+        path = f"/conversations/{conversation_id}/runs/{run.run_id}"
+        location = public_path(request.scope, path)
+        return JSONResponse(
+            convert.run_out(record).model_dump(mode="json"),
+            status_code=202,
+            headers={"Location": location},
+        )
+
+    return await idempotent(request, idempotency_key, caller.idempotency(), start)
 
 
 @router.post("/{conversation_id}/cancel", status_code=202, response_model=CancelOut)

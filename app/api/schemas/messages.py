@@ -100,10 +100,16 @@ class AssistantMessageIn(TextMessageIn):
 
 def _result_or_error(schema: dict[str, Any]) -> None:
     # A result (and no error but null), or an error (and no result but null). Spelled without
-    # `not`, which generators (schemathesis's negative mode) cannot draw the opposite of.
-    schema["anyOf"] = [
-        {"required": ["result"], "properties": {"error": {"type": "null"}}},
-        {"required": ["error"], "properties": {"result": {"type": "null"}}},
+    # `not`, which generators (schemathesis's negative mode) cannot draw the opposite of; and
+    # inside `allOf`, which means the same: openapi-typescript 7 types an object whose own
+    # `anyOf` lists only `required` as `unknown` (and with it every delta bundle).
+    schema["allOf"] = [
+        {
+            "anyOf": [
+                {"required": ["result"], "properties": {"error": {"type": "null"}}},
+                {"required": ["error"], "properties": {"result": {"type": "null"}}},
+            ]
+        }
     ]
     schema["examples"] = [{"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}}]
 

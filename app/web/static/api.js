@@ -79,30 +79,32 @@ export async function fileContent(fileId) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-// Run the conversation and call onEvent(name, payload) for every event. `bundle` (a delta
-// bundle) makes it a POST; without it, a GET: a new run, or with `lastEventId` (`<run_id>:0`
-// for a run's start) a running run followed from there. The run goes on if the connection
-// drops (on_disconnect=continue); we then resume after the last event id we saw, `retries`
-// times with backoff (250 ms doubling, at most 4 s: about 30 s in all). Aborting `signal` only
-// detaches this reader. Resolves with the `done` payload, or null if the stream ended without one.
+// Run the conversation and call onEvent(name, payload) for every event. A run starts by POST
+// only (GET never starts one): with `bundle` (a delta bundle), or without one to run the
+// conversation as it is. With `lastEventId` (`<run_id>:0` for a run's start) it only follows the
+// running run from there (a GET). The run goes on if the connection
+// drops (on_disconnect=continue); we then follow it again — after the last event id we saw, or
+// from its first event when none came yet — `retries` times with backoff (250 ms doubling, at
+// most 4 s: about 30 s in all). Aborting `signal` only detaches this reader. Resolves with the
+// `done` payload, or null if the stream ended without one (or nothing runs: a GET's 204).
 export async function streamRun(conversationId, bundle, onEvent,
   { retries = 10, signal, lastEventId = null } = {}) {
   const url = ROOT + conversationPath(conversationId, "/stream?on_disconnect=continue");
+  const follow = ROOT + conversationPath(conversationId, "/stream");
   let lastId = lastEventId;
-  const follow = () => ({ method: "GET", signal,
-    headers: headers({ Accept: "text/event-stream", "Last-Event-ID": lastId }) });
-  let init;
-  if (bundle !== undefined) {
-    init = { method: "POST", signal, body: JSON.stringify(bundle),
-      headers: headers({ Accept: "text/event-stream", "Content-Type": "application/json" }) };
-  } else {
-    init = lastId === null ? { method: "GET", signal, headers: headers({ Accept: "text/event-stream" }) }
-      : follow();
-  }
+  const accept = { Accept: "text/event-stream" };
+  const following = () => [follow, { method: "GET", signal,
+    headers: headers(lastId === null ? accept : { ...accept, "Last-Event-ID": lastId }) }];
+  let target;
+  if (lastId !== null) target = following();
+  else if (bundle !== undefined) {
+    target = [url, { method: "POST", signal, body: JSON.stringify(bundle),
+      headers: headers({ ...accept, "Content-Type": "application/json" }) }];
+  } else target = [url, { method: "POST", signal, headers: headers(accept) }]; // no body: as it is
   for (let attempt = 0; ; attempt++) {
     try {
-      const response = await check(await fetch(url, init));
-      if (response.status === 204) return null; // nothing left to replay: the run is over
+      const response = await check(await fetch(...target));
+      if (response.status === 204) return null; // nothing runs, or nothing left: the run is over
       for await (const sse of parseSSE(response.body)) {
         if (sse.id !== null) lastId = sse.id;
         const payload = sse.data ? JSON.parse(sse.data) : {};
@@ -113,10 +115,10 @@ export async function streamRun(conversationId, bundle, onEvent,
       if (error instanceof AuthRequired || error instanceof ApiError || signal?.aborted) throw error;
       // a network error: the connection dropped; resume below
     }
-    if (lastId === null || attempt >= retries) return null;
+    if (attempt >= retries) return null;
     onEvent("reconnecting", { attempt: attempt + 1 });
     await sleep(Math.min(250 * 2 ** attempt, 4000));
     signal?.throwIfAborted();
-    init = follow();
+    target = following();
   }
 }

@@ -1,0 +1,108 @@
+"""openapi-typescript (pinned in js/package-lock.json) types openapi/openapi.json: `tsc --strict`
+accepts a good delta bundle and the parsed stream events narrowed by name, and refuses a bundle
+with `role: "robot"` and an event body read under the wrong name. openapi-typescript 7 typed
+every delta message `unknown` while `ToolMessageIn` had an `anyOf` of `required` alone."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.api.npm import JS, npm_bin
+
+DOCUMENT = JS.parent / "openapi" / "openapi.json"
+
+GOOD = """
+import type { components } from "./api";
+type Schemas = components["schemas"];
+
+export const bundle: Schemas["DeltaBundle"] = {
+  messages: [
+    { role: "system", text: "Be brief." },
+    { role: "user", text: "Why is the sky blue?" },
+    { role: "tool", tool_call_id: "call_1", result: { temp_c: 21 } },
+    { role: "tool", tool_call_id: "call_2", error: "no such city" },
+  ],
+  config: { provider: "offline" },
+};
+
+export function show(event: Schemas["StreamEvent"]): string {
+  switch (event.event) {
+    case "content_block_delta":
+      return event.data.delta;
+    case "error":
+      return event.data.code;
+    case "done":
+      return event.data.status;
+    default:
+      return event.id ?? "";
+  }
+}
+"""
+
+BAD = {
+    "robot": """
+import type { components } from "./api";
+export const bundle: components["schemas"]["DeltaBundle"] = {
+  messages: [{ role: "robot", text: "beep" }],
+};
+""",
+    "wrong_event": """
+import type { components } from "./api";
+export function show(event: components["schemas"]["StreamEvent"]): string {
+  return event.event === "run_started" ? event.data.delta : "";
+}
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def typed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    generator = npm_bin("openapi-typescript")
+    root = tmp_path_factory.mktemp("ts")
+    subprocess.run(
+        [generator, DOCUMENT, "--output", root / "api.d.ts"],
+        check=True,
+        capture_output=True,
+        cwd=JS,
+        timeout=180,
+    )
+    return root
+
+
+def _tsc(root: Path, source: str) -> subprocess.CompletedProcess[str]:
+    (root / "check.ts").write_text(source, encoding="utf-8")
+    command = [
+        npm_bin("tsc"),
+        "--strict",
+        "--noEmit",
+        "--target",
+        "es2022",
+        "--module",
+        "esnext",
+        "--moduleResolution",
+        "bundler",
+        root / "check.ts",
+    ]
+    return subprocess.run(command, capture_output=True, text=True, cwd=root, timeout=180)
+
+
+def test_the_generated_types_take_a_good_bundle_and_every_event_by_name(typed: Path) -> None:
+    api = (typed / "api.d.ts").read_text(encoding="utf-8")
+    assert "unknown" not in api.split("ToolMessageIn: {", 1)[1].split("};", 1)[0]
+    checked = _tsc(typed, GOOD)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_the_generated_types_refuse_a_bad_bundle_and_a_wrong_event_body(
+    typed: Path, case: str
+) -> None:
+    checked = _tsc(typed, BAD[case])
+    assert checked.returncode != 0
+    assert "error TS" in checked.stdout, checked.stdout + checked.stderr
+    assert "check.ts" in checked.stdout
+    if case == "robot":
+        assert '"robot"' in checked.stdout
