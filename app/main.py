@@ -30,7 +30,7 @@ from app.api.middleware.limits import BodySizeLimit
 from app.api.middleware.observe import RequestObservability
 from app.api.middleware.strict_json import StrictJsonBodies
 from app.api.problems import install_problem_handlers
-from app.api.routes import ai_sdk, conversations, history, operations, providers, streams
+from app.api.routes import ai_sdk, conversations, files, history, operations, providers, streams
 from app.api.routes.playground import mount_playground
 from app.observability.logs import configure_logging
 from app.observability.metrics import process_exited
@@ -54,6 +54,7 @@ default is 700): most of a stream's objects die by reference count before a coll
 scan them, and the collector runs far less often (docs/performance.md, "Garbage collection")."""
 # The routes that load a whole conversation get PARLEY_MAX_IMPORT_BYTES, not PARLEY_MAX_BODY_BYTES.
 IMPORT_PATHS = ("/conversations", "/conversations/import", "/ai-sdk/chat")
+FILES_PATH = "/files"  # uploads: multipart, up to PARLEY_FILE_MAX_*_BYTES (docs/files.md)
 
 
 def _exiting() -> bool:
@@ -150,7 +151,7 @@ def _lifespan(
 
 
 def _include_routes(app: FastAPI) -> None:
-    for module in (conversations, history, streams, operations, providers, ai_sdk):
+    for module in (conversations, history, streams, operations, providers, ai_sdk, files):
         app.include_router(module.router)
     mount_playground(app)
 
@@ -158,9 +159,11 @@ def _include_routes(app: FastAPI) -> None:
 def _add_middleware(app: FastAPI, settings: Settings) -> None:
     """The pure-ASGI layers, innermost first (each ``add_middleware`` wraps the ones before)."""
     app.add_middleware(HeadAsGet)  # innermost: every other layer sees the HEAD as sent
-    app.add_middleware(StrictJsonBodies)  # inside the size limit: it reads counted bodies
-    imports = {path: settings.max_import_bytes for path in IMPORT_PATHS}
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=imports)
+    # inside the size limit: it reads counted bodies (an upload's form it leaves to the route)
+    app.add_middleware(StrictJsonBodies, form_paths=(FILES_PATH,))
+    limits = {path: settings.max_import_bytes for path in IMPORT_PATHS}
+    limits[FILES_PATH] = settings.file_upload_limit()
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes, per_path=limits)
     install_browser_support(app, settings)  # the Origin check, CORS, the docs pages' policy
     # before the Origin check, which takes Host for Parley's own origin
     app.add_middleware(AllowedHosts, hosts=settings.allowed_host_list())

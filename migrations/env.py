@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection
 from app.settings import load_settings
 from app.storage.database import Database
 from app.storage.schema import MIGRATION_LOCK_KEY
+from app.storage.search_schema import is_unmodelled
 from app.storage.tables import Base, UTCDateTime
 
 config = context.config
@@ -47,11 +48,20 @@ def render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | 
     return False
 
 
+def include_object(
+    obj: Any, name: str | None, type_: str, reflected: bool, compare_to: Any
+) -> bool:
+    """Leave the search index's objects (app/storage/search_schema.py) out of the comparison."""
+    table = getattr(getattr(obj, "table", None), "name", None)
+    return not (reflected and compare_to is None and is_unmodelled(name, type_, table))
+
+
 def configure(**kwargs: Any) -> None:
     context.configure(
         target_metadata=target_metadata,
         render_as_batch=True,  # SQLite cannot ALTER most things; batch mode copies the table
         render_item=render_item,
+        include_object=include_object,
         # Database() makes SQLite begin real transactions, so a failed migration rolls back.
         transactional_ddl=True,
         **kwargs,

@@ -189,7 +189,7 @@ def operation_statuses(path: str, method: str, operation: dict[str, Any]) -> set
         statuses |= {401, 503}  # every /conversations route: the key, and the database
     if has_path:
         statuses.add(404)
-        if method != "get":
+        if method not in ("get", "patch"):  # PATCH takes no lease; GET starts no run
             statuses.add(409)
     if _IDEMPOTENCY_HEADER in headers:
         statuses.add(409)  # the key is in use by a request still being served

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.api.schemas import (
     ConfigPatch,
+    ConversationListItem,
     ConversationOut,
     DeltaBundle,
     RunOut,
@@ -112,7 +113,14 @@ def conversation_out(view: ConversationView) -> ConversationOut:
         version=r.version,
         run_id=view.run_id,
         pending_tool_call_ids=list(r.pending_tool_call_ids),
+        title=r.title,
+        archived=r.archived,
     )
+
+
+def conversation_item(view: ConversationView) -> ConversationListItem:
+    """A conversation as a listing shows it (with its snippet in a search)."""
+    return ConversationListItem(**dict(conversation_out(view)), snippet=view.snippet)
 
 
 def etag(version: int) -> dict[str, str]:

@@ -68,6 +68,7 @@ from app.storage import (
     VersionConflict,
     driver_said,
 )
+from app.storage.files import FileEmpty, FileInUse, FileNotFound, FileRefused, FileTooLarge
 
 PROBLEM_JSON = "application/problem+json"
 
@@ -230,6 +231,13 @@ _ERROR_PROBLEMS: dict[type[Exception], Callable[[Any], ApiProblem]] = {
     DuplicateToolCall: lambda e: Conflict(str(e)),
     StorageConflict: lambda e: Conflict(str(e)),
     StoredDataError: lambda e: ApiProblem(str(e), index=e.index),
+    FileNotFound: lambda e: NotFound(str(e)),
+    FileRefused: lambda e: UnsupportedMediaType(str(e)),
+    FileTooLarge: lambda e: PayloadTooLarge(str(e), limit=e.limit),
+    FileEmpty: lambda e: Unprocessable(
+        str(e), errors=[{"loc": ["body", "file"], "msg": str(e), "type": "empty_file"}]
+    ),
+    FileInUse: lambda e: Conflict(str(e), conversation_ids=e.conversation_ids),
     InvalidInput: _invalid_input,
     PendingToolCalls: lambda e: Conflict(str(e), pending_tool_call_ids=e.ids),
     NoActiveRun: lambda e: Conflict(str(e)),

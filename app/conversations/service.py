@@ -7,7 +7,7 @@ config rules, recovery). Inputs are plain values (no API schemas); outputs are
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,16 +26,23 @@ from app.runs.delta import Delta, config_update
 from app.runs.errors import InvalidInput, NoActiveRun
 from app.runs.recovery import recover, recovering
 from app.runs.services import Services
-from app.storage import ConversationRecord, ConversationRepository, RunRepository
+from app.storage import (
+    ConversationRecord,
+    ConversationRepository,
+    Filters,
+    RunRepository,
+    merge_document,
+)
 
 _TEXTS = (TextMessage, AgentMessage, ReasoningMessage)  # the messages whose text has a limit
 
 
 @dataclass(frozen=True)
 class ConversationView:
-    """A stored conversation and its derived status."""
+    """A stored conversation and its derived status (in a search, the text that matched)."""
 
     record: ConversationRecord
+    snippet: str | None = None
 
     @property
     def status(self) -> Literal["idle", "running", "requires_action"]:
@@ -46,6 +53,26 @@ class ConversationView:
     @property
     def run_id(self) -> str | None:
         return self.record.lease_run_id if self.record.is_running() else None
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A PATCH of a conversation: ``set_title`` to ``title`` (None clears it), ``archived``
+    (None: unchanged) and ``metadata``, a merge patch into the stored metadata (None:
+    unchanged); ``clear_metadata`` empties it first (a PATCH's ``"metadata": null``)."""
+
+    title: str | None = None
+    set_title: bool = False
+    archived: bool | None = None
+    metadata: Mapping[str, Any] | None = None
+    clear_metadata: bool = False
+
+    def metadata_update(self) -> Callable[[dict[str, Any]], dict[str, Any]] | None:
+        """What the stored metadata becomes (None: it stays as it is)."""
+        patch, clear = self.metadata, self.clear_metadata
+        if patch is None and not clear:
+            return None
+        return lambda stored: merge_document({} if clear else stored, patch or {})
 
 
 class ConversationService:
@@ -108,11 +135,29 @@ class ConversationService:
             return ConversationView(await repo.get(conversation_id))
 
     async def list(
-        self, limit: int, cursor: str | None
+        self, limit: int, cursor: str | None, filters: Filters | None = None
     ) -> tuple[list[ConversationView], str | None]:
+        """A page of the owner's conversations that pass ``filters`` (default: those not
+        archived), newest first; with a query, best match first, each with its snippet."""
         async with self.services.reader(self.owner) as repo:
-            records, next_cursor = await repo.list(limit, cursor)
-        return [ConversationView(r) for r in records], next_cursor
+            found, next_cursor = await repo.find(limit, cursor, filters)
+        return [ConversationView(f.record, f.snippet) for f in found], next_cursor
+
+    async def edit(
+        self, conversation_id: str, edit: Edit, expected_version: int | None
+    ) -> ConversationView:
+        """Apply a merge patch of title, metadata and archived, one version up. Allowed while
+        a run holds the conversation (it touches no message); a stale version changes nothing."""
+        async with self.services.repository(self.owner) as repo:
+            record = await repo.edit(
+                conversation_id,
+                title=edit.title,
+                set_title=edit.set_title,
+                archived=edit.archived,
+                update_metadata=edit.metadata_update(),
+                expected_version=expected_version,
+            )
+        return ConversationView(record)
 
     async def delete(self, conversation_id: str) -> None:
         await recovering(self.services, self.owner, lambda: self._delete(conversation_id))

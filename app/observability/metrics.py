@@ -69,6 +69,11 @@ RUNS_FINISHED = Counter(
 RUNS_ACTIVE = Gauge(
     "parley_runs_active", "Runs in progress.", ["provider"], multiprocess_mode="livesum"
 )
+TITLES = Counter(
+    "parley_titles_total",
+    "Titles made after a reply, by outcome: stored, taken (another had titled it), failed.",
+    ["outcome"],
+)
 OUTPUT_TOKENS = Counter(
     "parley_output_tokens_total", "Output tokens the models reported, by provider.", ["provider"]
 )
@@ -125,6 +130,10 @@ def run_started(provider: str) -> None:
 def run_finished(provider: str, status: str) -> None:
     RUNS_FINISHED.labels(provider, status).inc()
     RUNS_ACTIVE.labels(provider).dec()
+
+
+def title_made(outcome: str) -> None:
+    TITLES.labels(outcome).inc()
 
 
 def first_token(provider: str, seconds: float) -> None:

@@ -40,6 +40,7 @@ from app.storage import (
     ToolCallNotPending,
     VersionConflict,
 )
+from app.storage.files import FileEmpty, FileInUse, FileNotFound, FileRefused, FileTooLarge
 
 
 class ErrorCode(StrEnum):
@@ -93,6 +94,12 @@ class ErrorCode(StrEnum):
     STORED_DATA_ERROR = "stored_data_error"
     IDEMPOTENCY_KEY_REUSED = "idempotency_key_reused"
     IDEMPOTENCY_KEY_IN_USE = "idempotency_key_in_use"
+    # files (docs/files.md)
+    FILE_NOT_FOUND = "file_not_found"
+    UNSUPPORTED_FILE = "unsupported_file"
+    FILE_TOO_LARGE = "file_too_large"
+    EMPTY_FILE = "empty_file"
+    FILE_IN_USE = "file_in_use"
 
 
 # Each exception's code; one not listed is looked up by its base classes, nearest first (so
@@ -110,6 +117,11 @@ ERROR_CODES: dict[type[BaseException], ErrorCode] = {
     StorageConflict: ErrorCode.CONFLICT,
     StoredDataError: ErrorCode.STORED_DATA_ERROR,
     DatabaseUnavailable: ErrorCode.DATABASE_UNAVAILABLE,
+    FileNotFound: ErrorCode.FILE_NOT_FOUND,
+    FileRefused: ErrorCode.UNSUPPORTED_FILE,
+    FileTooLarge: ErrorCode.FILE_TOO_LARGE,
+    FileEmpty: ErrorCode.EMPTY_FILE,
+    FileInUse: ErrorCode.FILE_IN_USE,
     # the use cases
     InvalidInput: ErrorCode.VALIDATION_ERROR,
     PendingToolCalls: ErrorCode.TOOL_RESULTS_REQUIRED,

@@ -58,6 +58,7 @@ from app.runs.observe import RunObserver
 from app.runs.payloads import ErrorEventData, EventData
 from app.runs.recovery import recovering
 from app.runs.services import Services
+from app.runs.titles import TitleRequest, first_user_text
 from app.runs.writer import Commit, Ending
 from app.storage import (
     ConversationNotFound,
@@ -86,6 +87,8 @@ class _Progress:
     model_finished: bool = False
     """The model sent the stop of its final reply: its text is whole."""
     inflight: Commit | None = None
+    untitled: bool = False
+    """The conversation had no title when the run's ending was stored."""
 
 
 class RunService:
@@ -290,6 +293,7 @@ class RunService:
 
         def events(record: ConversationRecord) -> list[EventData]:
             run.version = record.version
+            progress.untitled = record.title is None
             bodies: list[EventData] = [
                 message_data(first + i, record.version, m) for i, m in enumerate(messages)
             ]
@@ -311,6 +315,23 @@ class RunService:
             await self._fail_bare(run, progress, exc)
             return
         self._landed(run, stored, len(messages))
+        if status == "completed" and progress.untitled:
+            self._title(run, conversation)
+
+    def _title(self, run: LiveRun, conversation: LLMConversation) -> None:
+        """Make the conversation a title, in the background (app/runs/titles.py)."""
+        text = first_user_text(conversation.messages)
+        if text is not None:
+            config = conversation.config
+            self.services.titler.after_reply(
+                TitleRequest(
+                    run.run_id,
+                    run.conversation_id,
+                    text,
+                    config.preferred_provider,
+                    config.preferred_model,
+                )
+            )
 
     async def _fail_bare(self, run: LiveRun, progress: _Progress, exc: Exception) -> None:
         """End a run whose ending was refused — its messages are what storage would not take

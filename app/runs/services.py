@@ -17,9 +17,11 @@ from app.providers import build_selector, close_selector, open_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
 from app.runs.server_tools import builtin_tools
+from app.runs.titles import Titler
 from app.runs.writer import EventWriter
 from app.settings import Settings
 from app.storage import ConversationRepository, Database
+from app.storage.files import FileStore, FileSweeper
 from app.storage.notify import Listener
 
 log = logging.getLogger(__name__)
@@ -35,6 +37,9 @@ class Services:
     manager: RunManager = field(default_factory=RunManager)
     writer: EventWriter = field(init=False)
     listener: Listener = field(init=False)
+    files: FileStore = field(init=False)  # uploads and attachments (docs/files.md)
+    file_sweeper: FileSweeper = field(init=False)
+    titler: Titler = field(init=False)
 
     def __post_init__(self) -> None:
         self.writer = EventWriter(
@@ -45,6 +50,9 @@ class Services:
         )
         self.writer.on_flush = metrics.event_log_flush
         self.listener = Listener(self.database, self.manager.on_notification)
+        self.files = FileStore(self.database, self.settings)
+        self.file_sweeper = FileSweeper(self.files)
+        self.titler = Titler(self.settings, self.configs.selector, self.repository)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Services:
@@ -79,6 +87,7 @@ class Services:
         open_selector(self.configs.selector)
         self.writer.start()
         self.listener.start()
+        self.file_sweeper.start()
 
     async def drain(self) -> None:
         """Take no new runs; stop every live run as ``interrupted``; wait for their endings."""
@@ -95,9 +104,11 @@ class Services:
         ``shutdown_drain_seconds`` each: a database that stopped answering does not keep the
         process from exiting (what it could not store is what a crash would lose)."""
         await self.drain()
+        await self.titler.close()
         await self._within_drain(self.writer.close(), "store the last events")
         await self.listener.close()
         await close_selector(self.configs.selector)
+        await self.file_sweeper.close()
         await self._within_drain(self.database.dispose(), "close its connections")
 
     async def _within_drain(self, step: Awaitable[None], what: str) -> None:

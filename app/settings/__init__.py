@@ -23,7 +23,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.settings.caching import CachingSettings
 from app.settings.checks import is_host_pattern, is_origin, names_a_host
+from app.settings.files import FileSettings
 from app.settings.streams import StreamSettings
+from app.settings.titles import TitleSettings
 
 DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./data/parley.db"
 CONFIG_ERROR_EXIT = 2
@@ -44,7 +46,7 @@ def _sdk_env(name: str) -> AliasChoices:
     return AliasChoices(f"PARLEY_{name}", name, name.lower())
 
 
-class Settings(CachingSettings, StreamSettings, BaseSettings):
+class Settings(CachingSettings, FileSettings, StreamSettings, TitleSettings, BaseSettings):
     """Everything an operator can set; each field is documented in docs/settings.md.
 
     A topic's settings may live in their own module of this package, as a ``BaseSettings``

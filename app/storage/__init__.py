@@ -3,7 +3,13 @@
 Imports SQLAlchemy, app.domain and app.settings; never app.api, app.runs or app.providers.
 """
 
-from app.storage.conversations import ConversationRepository, RunAppend
+from app.storage.conversations import (
+    ConversationRepository,
+    Filters,
+    Found,
+    RunAppend,
+    merge_document,
+)
 from app.storage.database import Database
 from app.storage.errors import (
     ConversationNotFound,
@@ -23,6 +29,7 @@ from app.storage.errors import (
     driver_said,
     is_transient,
 )
+from app.storage.files import tables as _file_tables  # noqa: F401  (in Base.metadata)
 from app.storage.records import ConversationRecord, ToolOutcome, utcnow
 from app.storage.runs import EventRow, RunEnding, RunRecord, RunRepository, new_run_id
 
@@ -34,6 +41,8 @@ __all__ = [
     "DatabaseUnavailable",
     "DuplicateToolCall",
     "EventRow",
+    "Filters",
+    "Found",
     "InvalidCursor",
     "LeaseExpired",
     "LeaseHeld",
@@ -52,6 +61,7 @@ __all__ = [
     "VersionConflict",
     "driver_said",
     "is_transient",
+    "merge_document",
     "new_run_id",
     "utcnow",
 ]

@@ -49,6 +49,8 @@ class ConversationRecord:
     pending_tool_call_ids: tuple[str, ...]
     lease_run_id: str | None
     lease_expires_at: datetime | None
+    title: str | None = None
+    archived: bool = False
 
     def is_running(self, now: datetime | None = None) -> bool:
         """Whether a run holds the lease and it has not expired at ``now`` (default: now)."""
@@ -188,4 +190,6 @@ def to_record(row: Mapping[Any, Any], pending: tuple[str, ...]) -> ConversationR
         pending_tool_call_ids=pending,
         lease_run_id=row["lease_run_id"],
         lease_expires_at=row["lease_expires_at"],
+        title=row.get("title"),
+        archived=bool(row.get("archived", False)),
     )

@@ -211,6 +211,17 @@ class RunRepository:
                 ],
             )
 
+    async def add_usage(self, run_id: str, counts: Mapping[str, int]) -> None:
+        """Add ``counts`` to an ended run's usage, by kind (a title made after its end)."""
+        key = run_key(run_id)
+        usage = (
+            await self._session.execute(select(_R.usage).where(_R.id == key).with_for_update())
+        ).scalar()
+        added = dict(usage or {})
+        for kind, count in counts.items():
+            added[kind] = (added.get(kind) or 0) + count
+        await self._session.execute(update(RUNS).where(_R.id == key).values(usage=added))
+
     async def request_cancel(self, run_id: str) -> None:
         """Mark the run for cancelling; on PostgreSQL also tell every process at commit."""
         await self._session.execute(

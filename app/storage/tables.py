@@ -87,6 +87,9 @@ class ConversationRow(Base):
     message_count: Mapped[int] = mapped_column(Integer)
     lease_run_id: Mapped[str | None] = mapped_column(String(64))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # Set by PATCH or made after the first reply (app/runs/titles.py); searched (docs/search.md).
+    title: Mapped[str | None] = mapped_column(String(200))
+    archived: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
 
     __table_args__ = (
         CheckConstraint("version >= 1", name="version_positive"),

@@ -137,7 +137,7 @@ def test_each_messages_format_has_its_schema() -> None:
     ("method", "path", "allow"),
     [
         ("PUT", "/conversations", "GET, POST"),
-        ("PATCH", "/conversations/abc", "DELETE, GET"),
+        ("PUT", "/conversations/abc", "DELETE, GET, PATCH"),
         ("DELETE", "/conversations/abc/stream", "GET, POST"),
         ("PUT", "/conversations/import", "POST"),
         ("OPTIONS", "/conversations/import", "POST"),

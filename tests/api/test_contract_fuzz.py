@@ -55,6 +55,13 @@ STATE_REFUSALS = {
     (422, "idempotency_key_reused"),
 }
 STATE_LOCS = [["body", "keep"]]
+# An upload's bytes are what they are: a schema says "binary", not "the bytes of a PNG" (the
+# kinds accepted, the limit of each, not empty: docs/files.md).
+CONTENT_REFUSALS = {
+    (415, "unsupported_file"),
+    (413, "file_too_large"),
+    (422, "empty_file"),
+}
 # What depends on the server's configuration: the providers it has keys for (`GET /providers`
 # lists them) — no static document can name them.
 CONFIGURATION_LOCS = [["body", "config", "provider"]]
@@ -110,6 +117,10 @@ def accepts_valid_data(ctx: Any, response: Any, case: Any) -> bool | None:
         return None
     if over_body_limit(case, response):
         return None
+    if response.status_code in (413, 415, 422):
+        code = response.json().get("code")
+        if (response.status_code, code) in CONTENT_REFUSALS:
+            return None
     if response.status_code in (400, 412, 422):
         problem = response.json()
         if (response.status_code, problem.get("code")) in STATE_REFUSALS:
@@ -124,6 +135,10 @@ def rejects_invalid_data(ctx: Any, response: Any, case: Any) -> bool | None:
     """schemathesis's negative_data_rejection (a schema-violating request is refused), with a
     413 counted as a refusal: a text past its ``maxLength`` may also be past the byte limit."""
     if response.status_code == 413:
+        return None
+    if case.media_type == "multipart/form-data":
+        # A form's parts are text on the wire (RFC 7578): a number or a boolean put in a part
+        # arrives as the text it is written as, a valid value; there is no type to break.
         return None
     return negative_data_rejection(ctx, response, case)
 
@@ -277,9 +292,18 @@ async def test_arbitrary_json_never_gets_a_5xx(live_server: Callable[..., LiveSe
 # and fuzzing) in negative mode, over the document as served: any schema error (an operation it
 # cannot generate for) fails the run, and so does a 5xx or a schema-violating request accepted.
 # A 413 counts as a refusal (a text past its maxLength may be past the byte limit too).
+# An upload's form parts are text on the wire (RFC 7578): a type broken there is no broken
+# request (rejects_invalid_data): POST /files may take it (201).
 CLI_CONFIG = """
 [checks.negative_data_rejection]
 expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429]
+
+[[operations]]
+include-path = "/files"
+include-method = "POST"
+checks.negative_data_rejection.expected-statuses = [
+    201, 400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429
+]
 """
 
 

@@ -45,7 +45,7 @@ async def test_the_answers_that_depend_on_the_path_hold_under_it(
     async with httpx.AsyncClient(base_url=server.url, timeout=10) as http:
         # 405 names the path's methods, not none
         assert (await http.request("OPTIONS", "/conversations")).headers["allow"] == "GET, POST"
-        assert (await http.put("/conversations/abc")).headers["allow"] == "DELETE, GET"
+        assert (await http.put("/conversations/abc")).headers["allow"] == "DELETE, GET, PATCH"
         # the routes that load a whole conversation keep their larger limit
         messages = [{"type": "TextMessage", "role": "user", "text": "w" * 100}] * 40
         load = json.dumps({"messages": {"version": "1.0", "messages": messages}})

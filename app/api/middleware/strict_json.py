@@ -23,6 +23,7 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.bodies import LARGE_BODY, hand_on
+from app.api.paths import route_path
 from app.api.problems import (
     PayloadTooLarge,
     Unprocessable,
@@ -91,8 +92,11 @@ class StrictJsonBodies:
     """415 for a body not sent as JSON or in a Content-Encoding; 422 for a JSON body holding
     NUL, a lone surrogate or a non-finite number."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, form_paths: tuple[str, ...] = ()) -> None:
+        """``form_paths``: routes that take ``multipart/form-data`` (an upload), passed on
+        unread, so that the form streams to the route's parser."""
         self.app = app
+        self.form_paths = frozenset(form_paths)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in _BODY_METHODS:
@@ -106,6 +110,12 @@ class StrictJsonBodies:
                 headers={"Accept-Encoding": "identity"},
             )
             await problem_response(unsupported)(scope, receive, send)
+            return
+        if (
+            _media_type(headers) == "multipart/form-data"
+            and route_path(scope).rstrip("/") in self.form_paths
+        ):
+            await self.app(scope, receive, send)
             return
         try:
             body = await _read(receive)
@@ -122,12 +132,7 @@ class StrictJsonBodies:
             )
             await problem_response(unreadable)(scope, receive, send)
             return
-        if len(body) > LARGE_BODY:  # parsed (and checked) off the event loop, handed on
-            document, errors = await asyncio.to_thread(_parse, body)
-            if document is not _NOT_JSON and not errors:
-                hand_on(scope, document)
-        else:
-            _, errors = _parse(body)
+        errors = await _checked(scope, body)
         if errors:
             where = "; ".join(".".join(map(str, e["loc"])) for e in errors[:5])
             problem = Unprocessable(f"{where}: {errors[0]['msg']}", errors=errors)
@@ -143,6 +148,17 @@ class StrictJsonBodies:
             return await receive()
 
         await self.app(scope, replay, send)
+
+
+async def _checked(scope: Scope, body: bytes) -> list[dict[str, Any]]:
+    """What in the body no database stores; a large body is parsed (and checked) off the event
+    loop, and its document handed on to the route (app/api/bodies.py)."""
+    if len(body) <= LARGE_BODY:
+        return _parse(body)[1]
+    document, errors = await asyncio.to_thread(_parse, body)
+    if document is not _NOT_JSON and not errors:
+        hand_on(scope, document)
+    return errors
 
 
 async def _read(receive: Receive) -> bytes:

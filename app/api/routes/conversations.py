@@ -1,4 +1,5 @@
-"""Routes for conversations: create/load, list, read, delta bundles, clear, delete.
+"""Routes for conversations: create/load, list and search, read, edit, delta bundles, clear,
+delete.
 
 May import FastAPI, schemas, deps and the runs layer. Each route parses, calls one use case,
 and maps the result.
@@ -6,7 +7,7 @@ and maps the result.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
@@ -16,9 +17,17 @@ from app.api.bodies import ParsedBodyRoute
 from app.api.deps import CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
 from app.api.paths import public_path
-from app.api.schemas import ConversationCreate, ConversationOut, ConversationPage, DeltaBundle
-from app.conversations.service import ConversationService
+from app.api.schemas import (
+    ConversationCreate,
+    ConversationOut,
+    ConversationPage,
+    ConversationPatch,
+    DeltaBundle,
+)
+from app.conversations.service import ConversationService, Edit
+from app.runs.errors import InvalidInput
 from app.runs.services import Services
+from app.storage import Filters
 
 router = APIRouter(prefix="/conversations", tags=["conversations"], route_class=ParsedBodyRoute)
 
@@ -74,19 +83,63 @@ async def _create(
     return JSONResponse(out.model_dump(mode="json"), status_code=201, headers=headers)
 
 
+MAX_METADATA_FILTERS = 10
+MAX_QUERY_CHARS = 500
+_ARCHIVED = {"false": False, "true": True, "all": None}
+
+
 @router.get("", response_model=ConversationPage)
 async def list_conversations(
+    request: Request,
     caller: CallerDep,
     limit: Annotated[int | None, Query(ge=1, description="Page size.")] = None,
     cursor: CursorQuery = None,
+    q: Annotated[
+        str | None,
+        Query(
+            max_length=MAX_QUERY_CHARS,
+            description="Full-text search over titles and the text of user and assistant "
+            "messages: conversations holding every word, best match first, each with a "
+            "`snippet`. Only its words count (no operators or quotes); empty: no search.",
+        ),
+    ] = None,
+    archived: Annotated[
+        Literal["false", "true", "all"],
+        Query(description="`false`: conversations not archived; `true`: only archived; `all`."),
+    ] = "false",
 ) -> ConversationPage:
-    """Your conversations, newest first, a page at a time."""
+    """Your conversations, newest first (with `q`, best match first), a page at a time.
+    `metadata.<key>=<value>` (up to 10) keeps those whose metadata holds that key with exactly
+    that string value: `?metadata.project=apollo`."""
     settings = caller.services.settings
     size = min(limit or settings.page_size, settings.max_page_size)
-    views, next_cursor = await caller.conversations().list(size, cursor)
-    return ConversationPage(
-        items=[convert.conversation_out(v) for v in views], next_cursor=next_cursor
+    filters = Filters(
+        archived=_ARCHIVED[archived],
+        metadata=_metadata_filters(request),
+        query=q if q is not None and q.strip() else None,
     )
+    views, next_cursor = await caller.conversations().list(size, cursor, filters)
+    return ConversationPage(
+        items=[convert.conversation_item(v) for v in views], next_cursor=next_cursor
+    )
+
+
+def _metadata_filters(request: Request) -> dict[str, str]:
+    """The ``metadata.<key>=<value>`` query parameters, as ``{key: value}``."""
+    found: dict[str, str] = {}
+    for name, value in request.query_params.multi_items():
+        if not name.startswith("metadata."):
+            continue
+        key = name.removeprefix("metadata.")
+        where = ("query", name)
+        if not key or key in found:
+            raise InvalidInput(where, "name a metadata key once: metadata.<key>=<value>")
+        if "\x00" in key or "\x00" in value:
+            raise InvalidInput(where, "a metadata filter cannot hold a NUL character")
+        found[key] = value
+    if len(found) > MAX_METADATA_FILTERS:
+        raise InvalidInput(("query",), f"at most {MAX_METADATA_FILTERS} metadata filters")
+    return found
 
 
 @router.api_route("/import", methods=["GET", "DELETE"], include_in_schema=False)
@@ -100,6 +153,42 @@ async def import_is_not_a_conversation() -> None:
 async def get_conversation(conversation_id: IdPath, caller: CallerDep) -> Response:
     """A conversation's config, status, message count and version (also its `ETag`)."""
     out = convert.conversation_out(await caller.conversations().get(conversation_id))
+    return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
+
+
+_MERGE_PATCH = {
+    "requestBody": {
+        "content": {
+            "application/merge-patch+json": {
+                "schema": {"$ref": "#/components/schemas/ConversationPatch"}
+            }
+        }
+    }
+}
+
+
+@router.patch("/{conversation_id}", response_model=ConversationOut, openapi_extra=_MERGE_PATCH)
+async def patch_conversation(
+    conversation_id: IdPath,
+    body: ConversationPatch,
+    caller: CallerDep,
+    expected_version: IfMatchDep,
+) -> Response:
+    """Change the title, metadata or archived flag (a JSON Merge Patch, sent as
+    `application/merge-patch+json` or `application/json`); one version up. Allowed while a
+    run is running: none of these touch the messages. With `If-Match`, a stale version gets
+    412 and changes nothing."""
+    convert.check_unicode(body.model_dump(exclude_unset=True), ("body",))
+    sent = body.model_fields_set
+    edit = Edit(
+        title=(body.title or "").strip() or None,  # a blank title is no title
+        set_title="title" in sent,
+        archived=(body.archived or False) if "archived" in sent else None,
+        metadata=body.metadata,
+        clear_metadata="metadata" in sent and body.metadata is None,
+    )
+    view = await caller.conversations().edit(conversation_id, edit, expected_version)
+    out = convert.conversation_out(view)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 
 

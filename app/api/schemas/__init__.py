@@ -20,8 +20,10 @@ from app.api.schemas.conversations import (
     ContextMessage,
     ContextOut,
     ConversationCreate,
+    ConversationListItem,
     ConversationOut,
     ConversationPage,
+    ConversationPatch,
     Status,
 )
 from app.api.schemas.events import (
@@ -90,8 +92,10 @@ __all__ = [
     "ContextMessage",
     "ContextOut",
     "ConversationCreate",
+    "ConversationListItem",
     "ConversationOut",
     "ConversationPage",
+    "ConversationPatch",
     "DeltaBundle",
     "DoneData",
     "ErrorEventData",

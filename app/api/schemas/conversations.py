@@ -94,6 +94,36 @@ class ConversationCreate(BaseModel):
     )
 
 
+class ConversationPatch(BaseModel):
+    """A JSON Merge Patch (RFC 7396) of what describes a conversation; a member left out stays
+    as it is, a null removes it (the title; all the metadata; `archived` becomes false)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"title": "Why the sky is blue"},
+                {"metadata": {"topic": "physics", "draft": None}, "archived": True},
+            ]
+        },
+    )
+
+    title: str | None = Field(
+        None,
+        max_length=200,
+        strict=True,
+        description="The new title (trimmed); null or a blank one clears it.",
+    )
+    metadata: dict[str, JsonValue] | None = Field(
+        None,
+        description="Merged into the stored metadata (RFC 7396: a null member removes that "
+        "key, an object merges into the stored object); null empties the metadata.",
+    )
+    archived: bool | None = Field(
+        None, strict=True, description="Archive (true) or restore (false)."
+    )
+
+
 Status = Literal["idle", "running", "requires_action"]
 
 
@@ -112,14 +142,32 @@ class ConversationOut(BaseModel):
     version: int
     run_id: str | None = Field(None, description="The running run, while status is running.")
     pending_tool_call_ids: list[str] = Field(default_factory=list)
+    title: str | None = Field(
+        None,
+        description="Set by `PATCH`, or made after the first completed reply when the server "
+        "sets `PARLEY_AUTO_TITLE`; null until then.",
+    )
+    archived: bool = Field(
+        False, description="Archived conversations are listed only with `?archived=true`."
+    )
+
+
+class ConversationListItem(ConversationOut):
+    """A conversation in a listing; in a search (`?q=`), with the text that matched."""
+
+    snippet: str | None = Field(
+        None,
+        description="With `q`: the words around the match in the best-matching message (or "
+        "the title, when only the title matched); null without `q`.",
+    )
 
 
 class ConversationPage(BaseModel):
-    """One page of conversations, newest first."""
+    """One page of conversations: newest first, or best match first with `q`."""
 
     model_config = SERVED
 
-    items: list[ConversationOut]
+    items: list[ConversationListItem]
     next_cursor: str | None = Field(None, description="Pass as ?cursor= for the next page.")
 
 

@@ -9,12 +9,14 @@ system's unscoped view, for code that acts for no caller.
 from __future__ import annotations
 
 from app.storage.conversations.changes import Changing
+from app.storage.conversations.editing import Editing
 from app.storage.conversations.lease import Leasing
 from app.storage.conversations.reading import Reading
 from app.storage.conversations.run_appends import RunAppending
+from app.storage.conversations.search import Searching
 
 
-class ConversationRepository(Reading, Changing, Leasing, RunAppending):
+class ConversationRepository(Reading, Searching, Changing, Editing, Leasing, RunAppending):
     """Reads and changes conversations through one AsyncConnection, which the caller commits.
 
     Every change takes the conversation's row lock (``SELECT ... FOR UPDATE`` on PostgreSQL, the

@@ -1,4 +1,4 @@
-// The playground: conversations, streaming, Stop, injected messages, client-tool results,
+// The playground: conversations (the sidebar: sidebar.js), streaming, Stop, injected messages, client-tool results,
 // export. Talks to Parley only through api.js; renders the stored transcript after each run.
 import {
   ApiError, AuthRequired, apiKey, conversationPath, request, requestText, streamRun,
@@ -6,6 +6,7 @@ import {
 import {
   clearPending, hasPending, initAttach, renderAttachments, streamedImage, uploadPending,
 } from "./attach.js";
+import { awaitTitle, initSidebar, loadConversations, showOpen } from "./sidebar.js";
 
 const $ = (id) => document.getElementById(id);
 // `stream`: the AbortController of the reader following a run in this tab (null: none). Opening
@@ -226,7 +227,9 @@ async function run(bundle, { lastEventId = null, text = "" } = {}) {
       state.stream = null;
       setRunning(false);
       if (document.activeElement === document.body) $("message").focus();
-      await guarded(loadConversations);
+      const items = await guarded(loadConversations);
+      const open = items?.find((c) => c.id === state.id);
+      if (open && !open.title) guarded(() => awaitTitle(open.id));
     }
   }
 }
@@ -243,36 +246,6 @@ async function loadProviders() {
   }
 }
 
-// The conversations, newest first: as many pages as the user asked for with "More
-// conversations" (so the list keeps its length when it is re-read after a run).
-async function loadConversations() {
-  const items = [];
-  let cursor = null;
-  for (let n = 0; n < state.pages; n++) {
-    const query = cursor ? `?cursor=${encodeURIComponent(cursor)}` : "";
-    const page = await request("GET", `/conversations${query}`);
-    items.push(...page.items);
-    cursor = page.next_cursor;
-    if (!cursor) break;
-  }
-  const list = $("conversations");
-  list.replaceChildren();
-  for (const c of items) {
-    const item = document.createElement("li");
-    const button = document.createElement("button");
-    button.type = "button";
-    const title = c.metadata.title;
-    const label = typeof title === "string" && title ? title
-      : `${c.config.provider || "default"} · ${c.id.slice(0, 8)}`;
-    button.textContent = `${label} (${c.message_count})`;
-    button.setAttribute("aria-current", String(c.id === state.id));
-    button.addEventListener("click", () => guarded(() => open(c.id)));
-    item.append(button);
-    list.append(item);
-  }
-  $("more").hidden = !cursor;
-}
-
 // Show a conversation (its id kept in the address, so a reload comes back to it); a run
 // going on there, started in this tab before, in another tab or before a reload, is followed.
 async function open(id) {
@@ -287,6 +260,7 @@ async function open(id) {
   setRunning(false);
   setStatus("");
   const conversation = await request("GET", conversationPath(id));
+  showOpen(conversation);
   showReasoning(conversation.config);
   await showTranscript();
   await loadConversations();
@@ -443,7 +417,10 @@ async function openFromAddress() {
     history.replaceState(null, "", location.pathname);
     state.id = null;
     $("title").textContent = "No conversation yet: create one.";
+    $("conv-name").textContent = "";
     $("export").disabled = true;
+    $("rename").disabled = true;
+    $("archive").disabled = true;
     $("transcript").replaceChildren();
     setRunning(false);
   }
@@ -453,6 +430,7 @@ window.addEventListener("hashchange", () => guarded(openFromAddress));
 
 initAttach({ button: $("attach"), input: $("attach-input"), box: $("message"), zone: $("chat"),
   chips: $("chips") });
+initSidebar({ state, open, guarded, setStatus });
 
 guarded(async () => {
   await loadProviders();
