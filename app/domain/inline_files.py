@@ -109,3 +109,14 @@ def inline_document_files(document: Mapping[str, Any], files: InlineFiles) -> di
                 found = files.base64(item["data"], item.get("media_type"), name, loc)
                 ids[str(item.get("file_id"))] = found.file_id
     return ids
+
+
+def inline_document(document: dict[str, Any], files: Mapping[str, bytes]) -> dict[str, Any]:
+    """A serialized document made portable: each attachment whose bytes are in ``files`` gets
+    them as base64 ``data`` beside its reference (``?attachments=inline``)."""
+    for message in document.get("messages", []):
+        for item in message.get("attachments", ()):
+            data = files.get(item["file_id"])
+            if data is not None:
+                item["data"] = base64.b64encode(data).decode("ascii")
+    return document
