@@ -45,7 +45,11 @@ class AttachmentIn(BaseModel):
                 {"file_id": "0b5e9c3a4f6d4b1f9a2c7e8d1f0a3b4c"},
                 {"data": "data:image/png;base64,iVBORw0KGgo…", "name": "cat.png"},
             ],
-            "oneOf": [{"required": ["file_id"]}, {"required": ["data"]}],
+            # exactly one of the two, as text (null is absent): what the validator below checks
+            "oneOf": [
+                {"required": ["file_id"], "properties": {"file_id": {"type": "string"}}},
+                {"required": ["data"], "properties": {"data": {"type": "string"}}},
+            ],
         },
     )
 
