@@ -23,12 +23,15 @@ from app.domain import (
     from_openai_format,
     repair_with_sources,
 )
+from app.domain.attachments import Attachment, RunAttachments, attachments_of
 from app.domain.context import count_message_tokens
+from app.domain.inline_files import InlineFiles, with_stored_files
 from app.runs.config import merge_patch
 from app.runs.errors import InvalidInput
+from app.runs.files import OwnerFiles, attachment_of
 from app.runs.recovery import recovering
 from app.runs.services import Services
-from app.storage import ConversationRecord
+from app.storage import ConversationRecord, StorageError
 
 ProviderFormat = Literal["openai", "anthropic"]
 
@@ -111,23 +114,50 @@ class HistoryService:
     ) -> ConversationView:
         """A new conversation from a provider's own request shape."""
         longest = self.services.settings.max_text_chars
+        inline = InlineFiles()
         try:  # in a worker thread: an import may be tens of MB, the event loop serves the rest
             if format == "openai":
                 messages = await asyncio.to_thread(
-                    from_openai_format, document.get("messages"), longest
+                    from_openai_format, document.get("messages"), longest, inline
                 )
             else:
                 messages = await asyncio.to_thread(
-                    from_anthropic_format, document.get("system"), document.get("messages"), longest
+                    from_anthropic_format,
+                    document.get("system"),
+                    document.get("messages"),
+                    longest,
+                    inline,
                 )
         except ProviderFormatError as exc:
             raise InvalidInput(("body", *exc.loc), str(exc)) from exc
         self._check_size(messages)
         config = merge_patch({}, config_patch)
         self.services.configs.check(config)
+        messages = with_stored_files(messages, await self._store_inline(inline))
         async with self.services.repository(self.owner) as repo:
             record = await repo.create(MessageList(messages), config, dict(metadata))
         return ConversationView(record)
+
+    async def _store_inline(self, inline: InlineFiles) -> dict[str, Attachment]:
+        """Store an import's inline images and documents; their references by placeholder.
+        The store checks each again (kind, size): a refusal is a 422."""
+        files = OwnerFiles(self.services.files, self.owner)
+        stored: dict[str, Attachment] = {}
+        for placeholder, file in inline.files.items():
+            try:
+                record = await files.store.put(
+                    self.owner, file.data, file.name, file.media_type, purpose="attachment"
+                )
+            except StorageError as exc:
+                raise InvalidInput(("body", "messages"), f"{file.name}: {exc}") from exc
+            stored[placeholder] = attachment_of(record)
+        return stored
+
+    async def file_bytes(self, messages: Sequence[Message]) -> dict[str, bytes]:
+        """The bytes of the messages' attachments that can still be read, by file id (an
+        export inlines them; one that cannot be read is exported as a note)."""
+        files = RunAttachments(OwnerFiles(self.services.files, self.owner))
+        return await files.load(attachments_of(messages))
 
     def _check_size(self, messages: Sequence[Message]) -> None:
         limit = self.services.settings.max_import_messages

@@ -7,6 +7,7 @@ from app.domain.adapter import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
+    ImageDone,
     MessageStop,
     ModelAdapter,
     ModelResponse,
@@ -18,6 +19,14 @@ from app.domain.adapter import (
     ToolUse,
     Usage,
     collect_response,
+)
+from app.domain.attachments import (
+    Attachment,
+    AttachmentReader,
+    AttachmentStore,
+    Image,
+    MemoryAttachments,
+    RunAttachments,
 )
 from app.domain.builder import LLMPromptBuilder
 from app.domain.config import ConversationConfig
@@ -37,6 +46,7 @@ from app.domain.errors import (
 )
 from app.domain.formats import to_anthropic_format, to_openai_format
 from app.domain.message_list import (
+    ATTACHMENTS_FORMAT_VERSION,
     FORMAT_VERSION,
     REASONING_FORMAT_VERSION,
     MessageList,
@@ -61,9 +71,13 @@ from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionSt
 from app.domain.tools import Tool, to_jsonable
 
 __all__ = [
+    "ATTACHMENTS_FORMAT_VERSION",
     "FORMAT_VERSION",
     "REASONING_FORMAT_VERSION",
     "AgentMessage",
+    "Attachment",
+    "AttachmentReader",
+    "AttachmentStore",
     "ContentBlockDelta",
     "ContentBlockStart",
     "ContentBlockStop",
@@ -75,8 +89,11 @@ __all__ = [
     "ConversationFileError",
     "DefaultModelSelectionStrategy",
     "DeltaApplicationError",
+    "Image",
+    "ImageDone",
     "LLMConversation",
     "LLMPromptBuilder",
+    "MemoryAttachments",
     "Message",
     "MessageAppended",
     "MessageList",
@@ -94,6 +111,7 @@ __all__ = [
     "RepairedMessage",
     "RequestOptions",
     "Role",
+    "RunAttachments",
     "RunEvent",
     "StreamChunk",
     "TextMessage",

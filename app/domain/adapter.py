@@ -4,7 +4,9 @@ Imports only the standard library. Implementations live in ``app.providers``; th
 runs against this protocol and never sees a vendor type.
 
 A stream is: for each content block ``ContentBlockStart`` (its ``type``: ``text`` or
-``reasoning``), ``ContentBlockDelta``…, ``ContentBlockStop``; after a reasoning block's stop, one
+``reasoning``), ``ContentBlockDelta``…, ``ContentBlockStop``; an image the model made is one
+``ImageDone`` with its bytes (the run stores it as a file and passes on an ``image`` block,
+``ContentBlockStart`` with its ``attachment``, and its stop); after a reasoning block's stop, one
 ``ReasoningDone`` with its whole text and the provider's opaque payload; a ``ToolUse`` per call
 once its arguments are complete; and last one ``MessageStop`` with the stop reason and usage.
 Block indices are unique within one reply. A stream that cannot finish raises ``ProviderError``.
@@ -17,9 +19,12 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from app.domain.attachments import Attachment, RunAttachments
 from app.domain.messages import Message
 
-BlockType = Literal["text", "reasoning"]
+BlockType = Literal["text", "reasoning", "image"]
+ImageGeneration = Literal["auto", "required"]
+"""Whether a request offers the model its image tool (``auto``) or asks it for an image."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +33,8 @@ class ContentBlockStart:
 
     index: int = 0
     type: BlockType = "text"
+    attachment: Attachment | None = None
+    """An ``image`` block's stored file (the run sets it: adapters yield ``ImageDone``)."""
     kind: ClassVar[Literal["content_block_start"]] = "content_block_start"
 
 
@@ -57,6 +64,16 @@ class ReasoningDone:
     payload: dict[str, Any] | None
     index: int = 0
     kind: ClassVar[Literal["reasoning_done"]] = "reasoning_done"
+
+
+@dataclass(frozen=True)
+class ImageDone:
+    """The model made an image: its bytes and media type (the run stores them as a file)."""
+
+    data: bytes
+    media_type: str = "image/png"
+    index: int = 0
+    kind: ClassVar[Literal["image_done"]] = "image_done"
 
 
 def new_tool_call_id() -> str:
@@ -118,7 +135,13 @@ class MessageStop:
 
 
 StreamChunk = (
-    ContentBlockStart | ContentBlockDelta | ContentBlockStop | ReasoningDone | ToolUse | MessageStop
+    ContentBlockStart
+    | ContentBlockDelta
+    | ContentBlockStop
+    | ReasoningDone
+    | ImageDone
+    | ToolUse
+    | MessageStop
 )
 
 
@@ -170,6 +193,12 @@ class RequestOptions:
     cache_key: str | None = None
     """Groups the requests of one conversation for a provider's prompt cache (OpenAI's
     ``prompt_cache_key``); None: not sent."""
+    image_generation: ImageGeneration | None = None
+    """Offer the model its image tool (OpenAI Responses' ``image_generation``; the offline
+    model draws), or require an image (``prompt_for_image``); None: no images."""
+    attachments: RunAttachments | None = None
+    """Where the adapter reads the bytes of the messages' attachments (the run's, read once
+    per run); None: nothing to read them from, each attachment is sent as a note."""
 
 
 DEFAULT_OPTIONS = RequestOptions()
@@ -185,6 +214,7 @@ class ModelResponse:
     stop_reason: str = "end_turn"
     usage: Usage = field(default_factory=Usage)
     reasoning: tuple[ReasoningDone, ...] = ()
+    images: tuple[ImageDone, ...] = ()
 
 
 @runtime_checkable
@@ -225,6 +255,7 @@ async def collect_response(chunks: AsyncIterator[StreamChunk]) -> ModelResponse:
     text: list[str] = []
     calls: list[ToolUse] = []
     reasoning: list[ReasoningDone] = []
+    images: list[ImageDone] = []
     reasoning_blocks: set[int] = set()
     stop = MessageStop()
     async for chunk in chunks:
@@ -236,8 +267,10 @@ async def collect_response(chunks: AsyncIterator[StreamChunk]) -> ModelResponse:
             calls.append(chunk)
         elif isinstance(chunk, ReasoningDone):
             reasoning.append(chunk)
+        elif isinstance(chunk, ImageDone):
+            images.append(chunk)
         elif isinstance(chunk, MessageStop):
             stop = chunk
     return ModelResponse(
-        "".join(text), tuple(calls), stop.stop_reason, stop.usage, tuple(reasoning)
+        "".join(text), tuple(calls), stop.stop_reason, stop.usage, tuple(reasoning), tuple(images)
     )

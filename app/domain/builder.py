@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from app.domain.adapter import Effort, Summary
+from app.domain.attachments import AttachmentStore, Image, MemoryAttachments
 from app.domain.config import ConversationConfig, validated_config
 from app.domain.conversation import LLMConversation, ToolResult
-from app.domain.errors import ConversationConfigurationError
+from app.domain.errors import ConversationConfigurationError, ConversationError
 from app.domain.files import Source, load_message_list
 from app.domain.message_list import MessageList
 from app.domain.messages import AgentMessage, Message, Role, TextMessage
@@ -175,20 +176,34 @@ class LLMPromptBuilder:
 
     async def prompt(self, **config: Any) -> str:
         """One-shot: run a conversation to its end and return the final assistant text."""
-        conversation = self.prompt_conversation(**config)
-        final: Message | None = None
-        async for message in conversation:
-            final = message
-        pending = conversation.messages.pending_tool_calls()
-        if pending:
-            ids = ", ".join(repr(call.tool_call_id) for _, call in pending)
-            raise ConversationConfigurationError(
-                f"the run stopped for client tool calls ({ids}), which prompt() cannot finish: "
-                "use prompt_conversation(), then add_tool_result() and iterate again"
-            )
+        final = await _final_message(self.prompt_conversation(**config))
         if isinstance(final, TextMessage) and final.role is Role.ASSISTANT:
             return final.text
         return ""  # pragma: no cover - a run without pending calls ends with assistant text
+
+    async def prompt_for_image(self, **config: Any) -> Image:
+        """One-shot image (seed 000 R9.3): the same conversation run as ``prompt()``, with
+        ``image_generation: required``; returns the image the final reply carries (stored in
+        the conversation's file store, or in memory when it has none). A conversation this
+        builder continues keeps the image in its history and its own image setting after.
+        Raises ConversationError when the model made no image.
+        """
+        base = self._conversation.config if self._conversation else self._base_config
+        changes = {**self._delta_config, **config}
+        before = changes.get("image_generation", base.image_generation)
+        changes["image_generation"] = "required"
+        if not isinstance(changes.get("attachments", base.attachments), AttachmentStore):
+            changes["attachments"] = MemoryAttachments()
+        conversation = self.prompt_conversation(**changes)
+        try:
+            final = await _final_message(conversation)
+        finally:
+            conversation.apply_config_deltas({"image_generation": before})
+        images = [a for a in getattr(final, "attachments", ()) if a.kind == "image"]
+        store = conversation.config.attachments
+        if not images or store is None:
+            raise ConversationError("the model answered without an image")
+        return Image(images[-1], await store.read(images[-1].file_id))
 
     def load_conversation(self, source: Source) -> LLMConversation:
         """A new conversation from a saved MessageList (file name, Path, stream or dict).
@@ -205,6 +220,22 @@ class LLMPromptBuilder:
             _tool_results=self._results,
         )
         return target.prompt_conversation()
+
+
+async def _final_message(conversation: LLMConversation) -> Message | None:
+    """Run ``conversation`` to its end (its async iteration, as every run goes) and return
+    its last message; a run left waiting for client tool calls is an error."""
+    final: Message | None = None
+    async for message in conversation:
+        final = message
+    pending = conversation.messages.pending_tool_calls()
+    if pending:
+        ids = ", ".join(repr(call.tool_call_id) for _, call in pending)
+        raise ConversationConfigurationError(
+            f"the run stopped for client tool calls ({ids}), which prompt() cannot finish: "
+            "use prompt_conversation(), then add_tool_result() and iterate again"
+        )
+    return final
 
 
 def _text(text: Any, method: str) -> str:

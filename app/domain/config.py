@@ -11,7 +11,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.domain.adapter import EFFORTS, SUMMARIES, ModelAdapter, Reasoning
+from app.domain.adapter import EFFORTS, SUMMARIES, ImageGeneration, ModelAdapter, Reasoning
+from app.domain.attachments import DEFAULT_RUN_BYTES, AttachmentReader
 from app.domain.errors import ConversationConfigurationError, DeltaApplicationError
 from app.domain.selection import DefaultModelSelectionStrategy, ModelSelectionStrategy
 from app.domain.tools import Tool
@@ -39,6 +40,14 @@ class ConversationConfig:
     tool_timeout: float = DEFAULT_TOOL_TIMEOUT
     reasoning: Reasoning | None = None
     """How much the model reasons; None: the provider's default."""
+    attachments: AttachmentReader | None = None
+    """Where a run reads its messages' attachments (the file store); None: models read a note
+    in place of each file."""
+    attachment_bytes: int = DEFAULT_RUN_BYTES
+    """How many attachment bytes one run keeps in memory at most."""
+    image_generation: ImageGeneration | None = None
+    """``auto``: the model may make images (OpenAI Responses' ``image_generation`` tool, the
+    offline model's drawings); ``required``: it must; None: it makes none."""
 
     def __post_init__(self) -> None:
         # seed 001 declares ``tools: list[Tool]``: any sequence of tools or functions is kept
@@ -125,6 +134,18 @@ def _reasoning(key: str, value: Any) -> Reasoning | None:
     return Reasoning(effort, budget, summary)
 
 
+def _image_generation(key: str, value: Any) -> Any:
+    if value is not None and value not in ("auto", "required"):
+        raise DeltaApplicationError(f"config {key}: must be 'auto', 'required' or null")
+    return value
+
+
+def _store(key: str, value: Any) -> Any:
+    if value is not None and not callable(getattr(value, "read", None)):
+        raise DeltaApplicationError(f"config {key}: must have an async read(file_id) method")
+    return value
+
+
 def _selector(key: str, value: Any) -> Any:
     if value is not None and not callable(getattr(value, "select_model", None)):
         raise DeltaApplicationError(f"config {key}: must have a select_model method")
@@ -144,6 +165,8 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "max_tool_rounds": _number(0, 1000, integer=True),
     "tool_timeout": _number(0.001, 3600, integer=False),
     "reasoning": _reasoning,
+    "image_generation": _image_generation,
+    "attachments": _store,
 }
 
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import overload
 
+from app.domain.attachments import attachment_tokens
 from app.domain.messages import (
     AgentMessage,
     Message,
@@ -45,8 +46,15 @@ def message_text(message: Message) -> str:
 
 
 def count_message_tokens(message: Message, counter: TokenCounter = approximate_tokens) -> int:
-    """The tokens one message costs, framing included."""
-    return counter(message_text(message)) + MESSAGE_OVERHEAD_TOKENS
+    """The tokens one message costs, framing and attachments included.
+
+    Attachments count by ``attachments.attachment_tokens``: images by the rule the counter
+    names in its ``image_rule`` attribute (``openai``'s tiles, else Anthropic's w×h/750), PDFs
+    by an approximation per page. They belong to their message, so they are kept with it.
+    """
+    rule = getattr(counter, "image_rule", "anthropic")
+    files = sum(attachment_tokens(a, rule) for a in getattr(message, "attachments", ()))
+    return counter(message_text(message)) + MESSAGE_OVERHEAD_TOKENS + files
 
 
 @dataclass(frozen=True)

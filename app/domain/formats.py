@@ -15,6 +15,12 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from app.domain.attachment_blocks import (
+    Files,
+    anthropic_blocks,
+    notes,
+    openai_chat_parts,
+)
 from app.domain.messages import (
     AgentMessage,
     Message,
@@ -52,9 +58,12 @@ def tool_call_turns(
 
 
 def to_openai_format(
-    messages: Sequence[Message], include_pending: bool = True
+    messages: Sequence[Message], include_pending: bool = True, files: Files | None = None
 ) -> list[dict[str, Any]]:
     """Chat-completions messages: ``{"role", "content"}`` plus ``tool_calls`` and ``tool``.
+
+    A user message's attachments are content parts (``image_url``, ``file``) whose bytes come
+    from ``files`` (by file id); a file not there, or in a place that takes only text, is a note.
 
     An empty assistant text between two turns of tool calls only keeps the turns apart in a
     MessageList (see ``provider_import``); the tool messages between them do that here, so
@@ -86,15 +95,32 @@ def to_openai_format(
                 }
             )
             out.extend(
-                {"role": "tool", "tool_call_id": call.tool_call_id, "content": call.result_text()}
+                {"role": "tool", "tool_call_id": call.tool_call_id, "content": _with_notes(call)}
                 for call in item
                 if not call.pending
             )
         elif isinstance(item, AgentMessage):
             out.append({"role": "system", "content": item.text})
         elif isinstance(item, TextMessage):
-            out.append({"role": item.role.value, "content": item.text})
+            out.append({"role": item.role.value, "content": _openai_content(item, files or {})})
     return out
+
+
+def _openai_content(message: TextMessage, files: Files) -> str | list[dict[str, Any]]:
+    if not message.attachments:
+        return message.text
+    if message.role is not Role.USER:
+        return _with_notes(message)
+    text = [{"type": "text", "text": message.text}] if message.text else []
+    return text + openai_chat_parts(message.attachments, files)
+
+
+def _with_notes(message: TextMessage | ToolCallMessage) -> str:
+    """The message's text (a call's result) followed by notes for its attachments."""
+    text = message.text if isinstance(message, TextMessage) else message.result_text()
+    if not message.attachments:
+        return text
+    return f"{text}\n{notes(message.attachments)}" if text else notes(message.attachments)
 
 
 def _separator(items: Sequence[Message | list[ToolCallMessage]], n: int) -> bool:
@@ -110,9 +136,12 @@ def _separator(items: Sequence[Message | list[ToolCallMessage]], n: int) -> bool
 
 
 def to_anthropic_format(
-    messages: Sequence[Message], include_pending: bool = True
+    messages: Sequence[Message], include_pending: bool = True, files: Files | None = None
 ) -> dict[str, Any]:
     """Messages-API shape: ``{"system": str, "messages": [...]}``, same-role turns merged.
+
+    A user message's attachments (and a tool result's) are ``image``/``document`` blocks with
+    the bytes from ``files`` inlined as base64, before the text; what cannot be sent is a note.
 
     System prompts (and system-role text) are joined into ``system``; tool calls become
     ``tool_use`` blocks and their results ``tool_result`` blocks in the following user turn.
@@ -130,7 +159,7 @@ def to_anthropic_format(
     for item in tool_call_turns(messages, include_pending):
         if isinstance(item, list):
             add("assistant", _tool_use_blocks(item))
-            results = [_tool_result_block(call) for call in item if not call.pending]
+            results = [_tool_result_block(call, files or {}) for call in item if not call.pending]
             if results:
                 add("user", results)
         elif isinstance(item, ReasoningMessage):
@@ -141,6 +170,8 @@ def to_anthropic_format(
             isinstance(item, TextMessage) and item.role is Role.SYSTEM
         ):
             system.append(item.text)
+        elif isinstance(item, TextMessage) and item.attachments:
+            add(item.role.value, _anthropic_blocks(item, files or {}))
         elif isinstance(item, TextMessage) and item.text.strip():
             add(item.role.value, [{"type": "text", "text": item.text}])
     return {"system": "\n\n".join(t for t in system if t.strip()), "messages": turns}
@@ -174,11 +205,25 @@ def _tool_use_blocks(turn: list[ToolCallMessage]) -> list[dict[str, Any]]:
     return blocks
 
 
-def _tool_result_block(call: ToolCallMessage) -> dict[str, Any]:
+def _anthropic_blocks(message: TextMessage, files: Files) -> list[dict[str, Any]]:
+    """A message with attachments: the files first (as Anthropic advises), then the text; an
+    assistant's files (images it made) are notes, as the API takes no image from it."""
+    if message.role is not Role.USER:
+        return [{"type": "text", "text": _with_notes(message)}]
+    text = [{"type": "text", "text": message.text}] if message.text.strip() else []
+    return anthropic_blocks(message.attachments, files) + text
+
+
+def _tool_result_block(call: ToolCallMessage, files: Files) -> dict[str, Any]:
+    result = call.result_text()
+    content: str | list[dict[str, Any]] = result
+    if call.attachments:
+        text = [{"type": "text", "text": result}] if result.strip() else []
+        content = text + anthropic_blocks(call.attachments, files)
     block: dict[str, Any] = {
         "type": "tool_result",
         "tool_use_id": call.tool_call_id,
-        "content": call.result_text(),
+        "content": content,
     }
     if call.error is not None:
         block["is_error"] = True

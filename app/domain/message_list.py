@@ -24,14 +24,22 @@ FORMAT_VERSION = "1.0"
 REASONING_FORMAT_VERSION = "1.1"
 """The version of a document that holds a ``ReasoningMessage`` (docs/format.md): a reader that
 knows only "1.0" refuses it by its version instead of misreading it."""
-SUPPORTED_VERSIONS = (FORMAT_VERSION, REASONING_FORMAT_VERSION)
+ATTACHMENTS_FORMAT_VERSION = "1.2"
+"""The version of a document whose messages carry attachments (file references, docs/format.md):
+older readers refuse it by its version instead of dropping the files."""
+SUPPORTED_VERSIONS = (FORMAT_VERSION, REASONING_FORMAT_VERSION, ATTACHMENTS_FORMAT_VERSION)
 
 
 def format_version(messages: Iterable[Message]) -> str:
-    """The lowest version that can hold ``messages``: "1.0" unless one is a ReasoningMessage."""
-    if any(isinstance(m, ReasoningMessage) for m in messages):
-        return REASONING_FORMAT_VERSION
-    return FORMAT_VERSION
+    """The lowest version that can hold ``messages``: "1.2" when one carries attachments,
+    "1.1" when one is a ReasoningMessage, else "1.0"."""
+    version = FORMAT_VERSION
+    for m in messages:
+        if getattr(m, "attachments", ()):
+            return ATTACHMENTS_FORMAT_VERSION
+        if isinstance(m, ReasoningMessage):
+            version = REASONING_FORMAT_VERSION
+    return version
 
 
 class MessageList:
@@ -124,7 +132,7 @@ class MessageList:
 
     @classmethod
     def from_dict(cls, data: Any) -> MessageList:
-        """Deserialize a "1.0" or "1.1" document; errors name the bad message's index and field."""
+        """Deserialize a "1.0", "1.1" or "1.2" document; errors name the bad index and field."""
         if not isinstance(data, Mapping):
             raise MessageListDeserializationError(
                 f"a MessageList must be a JSON object, not {type(data).__name__}"

@@ -12,6 +12,12 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, ClassVar, Self
 
+from app.domain.attachments import (
+    Attachment,
+    attachments_from_data,
+    checked_attachments,
+    write_attachments,
+)
 from app.domain.errors import MessageListDeserializationError, MessageListSerializationError
 
 
@@ -64,16 +70,20 @@ class TextMessage(Message):
     text: str
     role: Role = Role.USER
     incomplete: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    """Files the message refers to (by id; version "1.2", see docs/format.md)."""
     type: ClassVar[str] = "TextMessage"
 
     def __post_init__(self) -> None:
         _check_text(self)
         object.__setattr__(self, "role", Role(self.role))  # "assistant" becomes Role.ASSISTANT
+        object.__setattr__(self, "attachments", checked_attachments(self.attachments))
 
     def to_serializable_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type, "text": self.text, "role": self.role.value}
         if self.incomplete:
             data["incomplete"] = True
+        write_attachments(self.attachments, data)
         return data
 
 
@@ -114,9 +124,12 @@ class ToolCallMessage(Message):
     error: str | BaseException | None = None
     message: str = ""
     pending: bool = False
+    attachments: tuple[Attachment, ...] = ()
+    """Files the tool's result carries (images a tool returns), by reference."""
     type: ClassVar[str] = "ToolCallMessage"
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "attachments", checked_attachments(self.attachments))
         if self.error is not None and not isinstance(self.error, str | BaseException):
             raise TypeError(
                 "ToolCallMessage.error must be a str, an exception or None, "
@@ -159,6 +172,7 @@ class ToolCallMessage(Message):
         }
         if self.pending:
             data["pending"] = True
+        write_attachments(self.attachments, data)
         return data
 
 
@@ -380,6 +394,7 @@ def _read_message(data: Any, where: str, copy: bool = True) -> Message:
             text=r.text("text"),
             role=r.role((Role.USER, Role.ASSISTANT, Role.SYSTEM)),
             incomplete=r.flag("incomplete"),
+            attachments=attachments_from_data(data.get("attachments"), where),
         )
     if kind == AgentMessage.type:
         r.role((Role.SYSTEM,), default=Role.SYSTEM)
@@ -414,6 +429,7 @@ def _tool_call_from_dict(r: _Reader) -> ToolCallMessage:
         error=error,
         message=r.text("message", required=False),
         pending=pending,
+        attachments=attachments_from_data(r.data.get("attachments"), r.where),
     )
 
 

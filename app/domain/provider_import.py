@@ -8,7 +8,10 @@ conversation went on past it (a message follows), which makes it interrupted
 and field (``loc``). JSON texts inside the document (OpenAI's ``arguments``, a result's
 content) are held to what the API stores: no NUL, no lone surrogate, no non-finite number (as
 ``app/api/middleware/strict_json.py`` refuses them in a body), and no nesting deeper than
-``MAX_JSON_DEPTH`` (``unstorable_json``).
+``MAX_JSON_DEPTH`` (``unstorable_json``). Given an ``InlineFiles``, a user's images and PDFs
+(Anthropic ``image``/``document`` blocks with a base64 source; OpenAI ``image_url`` and ``file``
+parts with a ``data:`` URL) become attachments of the message, their bytes kept there to be
+stored; without one they are refused.
 """
 
 from __future__ import annotations
@@ -17,8 +20,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.domain.attachments import Attachment
 from app.domain.errors import ProviderFormatError
 from app.domain.formats import ANTHROPIC, THINKING_BLOCKS
+from app.domain.inline_files import InlineFiles
 from app.domain.messages import (
     AgentMessage,
     Message,
@@ -84,8 +89,11 @@ class _Calls:
     text a message may have (``max_text``), checked where the text is read, so that a text too
     long is named by its place in the request."""
 
-    def __init__(self, out: list[Message], max_text: int | None = None) -> None:
+    def __init__(
+        self, out: list[Message], max_text: int | None = None, files: InlineFiles | None = None
+    ) -> None:
         self.out = out
+        self.files = files
         self.where: dict[str, int] = {}
         self.turn_open = False
         self.max_text = max_text
@@ -125,12 +133,14 @@ class _Calls:
 # --- OpenAI chat completions -------------------------------------------------------------------
 
 
-def from_openai_format(messages: Any, max_text_chars: int | None = None) -> list[Message]:
+def from_openai_format(
+    messages: Any, max_text_chars: int | None = None, files: InlineFiles | None = None
+) -> list[Message]:
     """Messages from a chat-completions ``messages`` array (``system``/``developer``, ``user``,
     ``assistant`` with ``tool_calls``, ``tool``); a text longer than ``max_text_chars`` is a bad
-    item."""
+    item. A user's inline images and PDFs go into ``files`` (refused without it)."""
     out: list[Message] = []
-    calls = _Calls(out, max_text_chars)
+    calls = _Calls(out, max_text_chars, files)
     for i, item in enumerate(_items(messages, ("messages",))):
         loc: Loc = ("messages", i)
         role = item.get("role")
@@ -139,7 +149,8 @@ def from_openai_format(messages: Any, max_text_chars: int | None = None) -> list
         if role in ("system", "developer"):
             out.append(AgentMessage(calls.text(_openai_text(item, loc), text_at)))
         elif role == "user":
-            out.append(TextMessage(calls.text(_openai_text(item, loc), text_at), Role.USER))
+            text, attached = _openai_user(item, loc, calls.files)
+            out.append(TextMessage(calls.text(text, text_at), Role.USER, attachments=attached))
         elif role == "assistant" and item.get("tool_calls"):
             _openai_calls(item, loc, calls)
         elif role == "assistant":
@@ -165,6 +176,33 @@ def _openai_text(item: Mapping[str, Any], loc: Loc) -> str:
             raise _fail((*loc, "content", j, "type"), "only text parts can be imported")
         texts.append(_field(part, "text", (*loc, "content", j), (str,)))
     return "".join(texts)
+
+
+def _openai_user(
+    item: Mapping[str, Any], loc: Loc, files: InlineFiles | None
+) -> tuple[str, tuple[Attachment, ...]]:
+    """A user's ``content``: its text, and its ``image_url``/``file`` parts as attachments."""
+    content = item.get("content")
+    if files is None or not isinstance(content, list):
+        return _openai_text(item, loc), ()
+    texts: list[str] = []
+    attached: list[Attachment] = []
+    for j, part in enumerate(_items(content, (*loc, "content"))):
+        here = (*loc, "content", j)
+        kind = part.get("type")
+        if kind == "text":
+            texts.append(_field(part, "text", here, (str,)))
+        elif kind == "image_url":
+            url = _field(part, "image_url", here, (dict,)).get("url")
+            name = f"image-{len(attached) + 1}"
+            attached.append(files.data_url(url, name, (*here, "image_url", "url")))
+        elif kind == "file":
+            file = _field(part, "file", here, (dict,))
+            name = file.get("filename") if isinstance(file.get("filename"), str) else "file"
+            attached.append(files.data_url(file.get("file_data"), name, (*here, "file")))
+        else:
+            raise _fail((*here, "type"), "a user part must be text, image_url or file")
+    return "".join(texts), tuple(attached)
 
 
 def _openai_calls(item: Mapping[str, Any], loc: Loc, calls: _Calls) -> None:
@@ -218,13 +256,14 @@ def _tool_call(
 
 
 def from_anthropic_format(
-    system: Any, messages: Any, max_text_chars: int | None = None
+    system: Any, messages: Any, max_text_chars: int | None = None, files: InlineFiles | None = None
 ) -> list[Message]:
     """Messages from a messages-API ``system`` (a string or text blocks) and ``messages``
     (``text``, ``tool_use`` and ``tool_result`` blocks); the system prompt comes first. A text
-    longer than ``max_text_chars`` is a bad item."""
+    longer than ``max_text_chars`` is a bad item. A user's ``image`` and ``document`` blocks
+    (base64) go into ``files``, attached to the text that follows them (refused without it)."""
     out: list[Message] = []
-    calls = _Calls(out, max_text_chars)
+    calls = _Calls(out, max_text_chars, files)
     prompt = calls.text(_anthropic_system(system), ("system",))
     if prompt.strip():
         out.append(AgentMessage(prompt))
@@ -254,11 +293,19 @@ def _anthropic_system(system: Any) -> str:
 
 
 def _user_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Calls) -> None:
+    attached: list[Attachment] = []  # files wait for the text they go with
     for j, block in enumerate(blocks):
         kind = block.get("type")
+        if kind in ("image", "document") and calls.files is not None:
+            attached.append(_anthropic_file(block, (*loc, j), calls.files, len(attached)))
+            continue
+        if kind != "text" and attached:
+            calls.out.append(TextMessage("", Role.USER, attachments=tuple(attached)))
+            attached = []
         if kind == "text":
             text = calls.text(_field(block, "text", (*loc, j), (str,)), (*loc, j, "text"))
-            calls.out.append(TextMessage(text, Role.USER))
+            calls.out.append(TextMessage(text, Role.USER, attachments=tuple(attached)))
+            attached = []
         elif kind == "tool_result":
             call_id = _field(block, "tool_use_id", (*loc, j), (str,))
             content = _result_text(block.get("content"), (*loc, j, "content"))
@@ -268,6 +315,17 @@ def _user_blocks(blocks: Sequence[Mapping[str, Any]], loc: Loc, calls: _Calls) -
             raise _fail(
                 (*loc, j, "type"), f"a user block must be text or tool_result, not {kind!r}"
             )
+    if attached:
+        calls.out.append(TextMessage("", Role.USER, attachments=tuple(attached)))
+
+
+def _anthropic_file(block: Mapping[str, Any], loc: Loc, files: InlineFiles, n: int) -> Attachment:
+    source = _field(block, "source", loc, (dict,))
+    if source.get("type") != "base64":
+        raise _fail((*loc, "source", "type"), "only base64 sources can be imported")
+    title = block.get("title")
+    name = title if isinstance(title, str) and title else f"{block['type']}-{n + 1}"
+    return files.base64(source.get("data"), source.get("media_type"), name, (*loc, "source"))
 
 
 def _result_text(content: Any, loc: Loc) -> str:

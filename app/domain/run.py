@@ -18,6 +18,8 @@ from typing import Any, Protocol
 from app.domain.adapter import (
     ContentBlockDelta,
     ContentBlockStart,
+    ContentBlockStop,
+    ImageDone,
     MessageStop,
     ModelAdapter,
     ReasoningDone,
@@ -27,6 +29,7 @@ from app.domain.adapter import (
     Usage,
     new_tool_call_id,
 )
+from app.domain.attachments import Attachment, AttachmentStore, RunAttachments
 from app.domain.config import ConversationConfig
 from app.domain.context import ContextWindow, TokenCounter, approximate_tokens, context_within
 from app.domain.errors import ContextWindowError, ProviderError, ToolRoundLimitError
@@ -98,6 +101,10 @@ class Run:
     """A model reply is in progress: streaming, or its tools running."""
     superseded: bool = False
     """The run was cut short; it ends at its next step without touching the conversation."""
+    files: RunAttachments | None = None
+    """The attachments' bytes this run has read (each file once), made at its first call."""
+    images: list[Attachment] = field(default_factory=list)
+    """The images the reply in progress made, stored: its final text carries them."""
 
 
 async def run_rounds(conversation: RunHost, run: Run) -> AsyncGenerator[RunEvent, None]:
@@ -137,8 +144,26 @@ def _append_reasoning(
     return MessageAppended(message, len(conversation.messages) - 1)
 
 
+async def _stored_image(
+    config: ConversationConfig, image: ImageDone, run: Run
+) -> AsyncGenerator[StreamChunk, None]:
+    """An image the model made, stored as a file and announced as an ``image`` block; its
+    reply's text will carry it. Without a store that keeps files, a note takes its place."""
+    store = config.attachments
+    if not isinstance(store, AttachmentStore):
+        run.partial.append("[an image was made, but there is no file store to keep it]")
+        return
+    extension = image.media_type.partition("/")[2] or "bin"
+    name = f"image-{len(run.images) + 1}.{extension}"
+    attachment = await store.put(image.data, image.media_type, name)
+    run.images.append(attachment)
+    yield ContentBlockStart(image.index, "image", attachment)
+    yield ContentBlockStop(image.index)
+
+
 def _append_final_text(conversation: RunHost, run: Run) -> MessageAppended:
-    message = TextMessage("".join(run.partial), Role.ASSISTANT)
+    message = TextMessage("".join(run.partial), Role.ASSISTANT, attachments=tuple(run.images))
+    run.images.clear()
     run.partial.clear()
     run.reasoning.clear()
     run.replying = False
@@ -151,8 +176,16 @@ async def _model_round(
 ) -> AsyncGenerator[StreamChunk, None]:
     """One model reply: the adapter's chunks, its text gathered in ``run.partial``."""
     config = conversation.config
+    if run.files is None and config.attachments is not None:
+        run.files = RunAttachments(config.attachments, config.attachment_bytes)
     options = RequestOptions(
-        model, config.temperature, config.max_output_tokens, config.reasoning, config.cache_key
+        model,
+        config.temperature,
+        config.max_output_tokens,
+        config.reasoning,
+        cache_key=config.cache_key,
+        image_generation=config.image_generation,
+        attachments=run.files,
     )
     specs = [t.spec for t in config.tools]
     run.replying, run.provider = True, adapter.name
@@ -165,6 +198,10 @@ async def _model_round(
             if run.superseded:
                 return
             chunk = _scrubbed(received)
+            if isinstance(chunk, ImageDone):
+                async for block in _stored_image(config, chunk, run):
+                    yield block
+                continue
             if isinstance(chunk, ToolUse):
                 _check_call(chunk, call_ids, adapter.name)
             if isinstance(chunk, ContentBlockStart) and chunk.type == "reasoning":

@@ -30,6 +30,7 @@ from app.domain import (
     ToolUse,
     Usage,
 )
+from app.domain.attachment_blocks import Files
 from app.domain.formats import THINKING_BLOCKS
 from app.providers.anthropic_request import anthropic_turns, messages_request
 from app.providers.base import ProviderConfig, SSEAdapter, event_json
@@ -91,7 +92,11 @@ class AnthropicAdapter(SSEAdapter):
         return self._client
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        files: Files | None = None,
     ) -> dict[str, Any]:
         """The request's JSON body (``anthropic_request.messages_request``)."""
         return messages_request(
@@ -100,6 +105,7 @@ class AnthropicAdapter(SSEAdapter):
             options,
             model=options.model or self.default_model,
             max_tokens=self.config.max_tokens,
+            files=files,
             cache=self.config.prompt_caching,
         )
 

@@ -20,6 +20,7 @@ from app.domain import (
     ToolSpec,
     to_anthropic_format,
 )
+from app.domain.attachment_blocks import Files
 from app.domain.formats import THINKING_BLOCKS
 
 _UNSAFE_ID = re.compile(r"[^A-Za-z0-9_-]")
@@ -75,6 +76,7 @@ def messages_request(
     *,
     model: str,
     max_tokens: int,
+    files: Files | None = None,
     cache: bool = True,
 ) -> dict[str, Any]:
     """The request's JSON body; ``max_tokens`` is the answer's when the options set none;
@@ -86,7 +88,7 @@ def messages_request(
     cut short by an abort, continued; or an injected one), and one that continues a tool loop
     whose assistant turn has no thinking (begun on another provider, or with thinking off).
     """
-    system, turns = anthropic_turns(messages)
+    system, turns = anthropic_turns(messages, files)
     thinking = thinking_request(options.reasoning)
     prefill = bool(turns) and turns[-1]["role"] == "assistant"
     if thinking.on and (prefill or _loop_without_thinking(turns)):
@@ -125,7 +127,9 @@ def anthropic_tool(tool: ToolSpec) -> dict[str, Any]:
     return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
 
 
-def anthropic_turns(messages: Sequence[Message]) -> tuple[str, list[dict[str, Any]]]:
+def anthropic_turns(
+    messages: Sequence[Message], files: Files | None = None
+) -> tuple[str, list[dict[str, Any]]]:
     """``(system, messages)`` as the API takes them, from the domain's Anthropic shape.
 
     Pending calls are left out; blank text blocks are dropped (the API refuses them) and turns
@@ -134,7 +138,7 @@ def anthropic_turns(messages: Sequence[Message]) -> tuple[str, list[dict[str, An
     a prefill, so its trailing whitespace is cut (the API refuses that too). Thinking blocks
     are passed on as they are.
     """
-    shaped = to_anthropic_format(messages, include_pending=False)
+    shaped = to_anthropic_format(messages, include_pending=False, files=files)
     turns: list[dict[str, Any]] = []
     for turn in shaped["messages"]:
         blocks = [_safe_block(b) for b in turn["content"] if not _blank(b)]

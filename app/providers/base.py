@@ -37,6 +37,8 @@ from app.domain import (
     collect_response,
 )
 from app.domain.adapter import DEFAULT_OPTIONS
+from app.domain.attachment_blocks import Files
+from app.domain.attachments import attachments_of
 from app.observability import metrics
 from app.providers.errors import UpstreamError, bad_response
 from app.providers.sse import SSEEvent, SSEParser
@@ -117,6 +119,14 @@ async def stream_with_retries(
                 raise
         await asyncio.sleep(wait)
         retries_done += 1
+
+
+async def read_files(messages: Sequence[Message], options: RequestOptions) -> Files:
+    """The bytes of the messages' attachments that the run can read, by file id: read before
+    the request is built (each file once per run, ``RunAttachments``); none without a reader."""
+    if options.attachments is None:
+        return {}
+    return await options.attachments.load(attachments_of(messages))
 
 
 def upstream_failed(provider: str, error: ProviderError, *, attempt: int, retrying: bool) -> None:
@@ -201,7 +211,8 @@ class RetryingAdapter:
 
         Raises ProviderError; closing the iterator early closes the upstream response.
         """
-        request = self._request(messages, tools, options)
+        files = await read_files(messages, options)
+        request = self._request(messages, tools, options, files)
         try:
             async with aclosing(
                 stream_with_retries(lambda: self._attempt(request), self.config.retry, self.name)
@@ -213,9 +224,14 @@ class RetryingAdapter:
             raise
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        files: Files | None = None,
     ) -> dict[str, Any]:
-        """The SDK call's keyword arguments; may raise ProviderError before any request."""
+        """The SDK call's keyword arguments, the attachments' bytes (``files``, by file id)
+        inlined; may raise ProviderError before any request."""
         raise NotImplementedError
 
     def _attempt(self, request: dict[str, Any]) -> AsyncGenerator[StreamChunk, None]:

@@ -7,7 +7,10 @@ that tool instead (a JSON object that could not be stored, as ``unstorable_json`
 call: it is echoed); once a result of a call made after that message is in the conversation it
 answers with the latest such result as text (an error as ``Error: …``). When the request asks for
 reasoning (an effort other than ``none``) it first thinks: a short reasoning block, streamed word
-by word too, whose payload is a signature of its text. Imports the domain only.
+by word too, whose payload is a signature of its text. When the request offers image generation
+it draws a small PNG (``png.draw_png``: always when an image is required, for a message that
+begins with ``draw`` when it is only offered) before its text. Imports the domain and
+``png`` (the standard library) only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import hashlib
 import json
 import re
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 from app.domain import (
     ContentBlockDelta,
@@ -37,9 +41,11 @@ from app.domain import (
     approximate_tokens,
     collect_response,
 )
-from app.domain.adapter import DEFAULT_OPTIONS
+from app.domain.adapter import DEFAULT_OPTIONS, ImageDone
+from app.domain.attachments import image_size
 from app.domain.context import message_text
 from app.domain.unicode import unstorable_json
+from app.providers.png import draw_png
 
 _CALL = re.compile(r"^\s*call\s+([A-Za-z_][A-Za-z0-9_-]*)\s*(.*)$", re.DOTALL)
 
@@ -68,6 +74,8 @@ class OfflineAdapter:
         options: RequestOptions = DEFAULT_OPTIONS,
     ) -> AsyncIterator[StreamChunk]:
         text, call = _reply(messages)
+        if call is None and not _answers_a_tool(messages):
+            text = await _described(messages, options) + text
         words = re.findall(r"\s*\S+", text)
         usage_in = sum(approximate_tokens(message_text(m)) for m in messages)
         thinks = options.reasoning is not None and options.reasoning.on
@@ -80,6 +88,9 @@ class OfflineAdapter:
             yield ContentBlockStop(0)
             yield ReasoningDone("".join(thought), _signed("".join(thought)), 0)
             index = 1
+        if call is None and _draws(messages, options):
+            yield ImageDone(draw_png(*DRAWING_SIZE, seed=text), "image/png", index)
+            index += 1
         yield ContentBlockStart(index)
         async for chunk in self._words(words, index):
             yield chunk
@@ -95,6 +106,24 @@ class OfflineAdapter:
             if self.delay:
                 await asyncio.sleep(self.delay)
             yield ContentBlockDelta(word, index)
+
+
+DRAWING_SIZE = (64, 64)
+"""The size of the offline model's drawings: small, a few hundred bytes."""
+
+
+def _draws(messages: Sequence[Message], options: RequestOptions) -> bool:
+    """The offline model draws when an image is required, or offered (``auto``) and the last
+    user message begins with ``draw``; never in the reply to a tool's result."""
+    if options.image_generation is None or _answers_a_tool(messages):
+        return False
+    if options.image_generation == "required":
+        return True
+    last = next(
+        (m for m in reversed(messages) if isinstance(m, TextMessage) and m.role is Role.USER),
+        None,
+    )
+    return last is not None and last.text.lstrip().lower().startswith("draw")
 
 
 def _thought(words: list[str], call: ToolUse | None, tool_answered: bool) -> list[str]:
@@ -116,6 +145,29 @@ def _answers_a_tool(messages: Sequence[Message]) -> bool:
         if isinstance(message, ToolCallMessage) and not message.pending:
             return True
     return False
+
+
+async def _described(messages: Sequence[Message], options: RequestOptions) -> str:
+    """What the last user message's attachments are, one description each, read from their
+    bytes (an image's size from its header) — so a reply shows the bytes reached the model."""
+    user = next(
+        (m for m in reversed(messages) if isinstance(m, TextMessage) and m.role is Role.USER),
+        None,
+    )
+    if user is None or not user.attachments:
+        return ""
+    files = await options.attachments.load(user.attachments) if options.attachments else {}
+    lines = []
+    for attachment in user.attachments:
+        data = files.get(attachment.file_id)
+        if data is None:
+            lines.append(attachment.note("its content could not be read"))
+            continue
+        size = image_size(data) if attachment.kind == "image" else None
+        if size is not None:
+            attachment = replace(attachment, width=size[0], height=size[1])
+        lines.append(attachment.description())
+    return " ".join(lines) + ("\n" if user.text else "")
 
 
 def _signed(text: str) -> dict[str, str]:

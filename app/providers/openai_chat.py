@@ -35,6 +35,7 @@ from app.domain import (
     Usage,
     to_openai_format,
 )
+from app.domain.attachment_blocks import Files
 from app.domain.context import TokenCounter
 from app.domain.messages import Role
 from app.providers.base import ProviderConfig, SSEAdapter, event_json
@@ -141,12 +142,16 @@ class OpenAIAdapter(OpenAIClientAdapter):
     _endpoint = "/chat/completions"
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        files: Files | None = None,
     ) -> dict[str, Any]:
         """The request's JSON body; raises before any request."""
         request: dict[str, Any] = {
             "model": options.model or self.default_model,
-            "messages": self._messages(messages),
+            "messages": self._messages(messages, files),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
@@ -164,14 +169,16 @@ class OpenAIAdapter(OpenAIClientAdapter):
             request |= {"continue_final_message": True, "add_generation_prompt": False}
         return request | self._cache_options(options)
 
-    def _messages(self, messages: Sequence[Message]) -> list[dict[str, Any]]:
+    def _messages(
+        self, messages: Sequence[Message], files: Files | None = None
+    ) -> list[dict[str, Any]]:
         if self._ends_with_assistant(messages) and self.config.trailing_assistant == "reject":
             raise self._refuse_trailing_assistant("chat completions")
         # Chat completions takes no reasoning back (neither a Responses item nor a server's
         # reasoning_content): it is left out, before the turns are gathered, so it cannot
         # split the calls of one reply into two assistant messages.
         sent = [m for m in messages if not isinstance(m, ReasoningMessage)]
-        return to_openai_format(sent, include_pending=False)
+        return to_openai_format(sent, include_pending=False, files=files)
 
     def _translator(self) -> _ChunkReader:
         return _ChunkReader()

@@ -26,6 +26,7 @@ from app.domain import (
     ToolCallMessage,
     ToolSpec,
 )
+from app.domain.attachment_blocks import Files, notes, responses_parts
 from app.domain.formats import tool_call_turns
 from app.providers.openai_chat import OpenAIClientAdapter
 from app.providers.openai_responses_stream import ResponseReader
@@ -59,13 +60,17 @@ class OpenAIResponsesAdapter(OpenAIClientAdapter):
     _endpoint = "/responses"
 
     def _request(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec],
+        options: RequestOptions,
+        files: Files | None = None,
     ) -> dict[str, Any]:
         """The request's JSON body; raises before any request."""
         if self._ends_with_assistant(messages) and self.config.trailing_assistant == "reject":
             raise self._refuse_trailing_assistant("the Responses API")
         model = options.model or self.default_model
-        instructions, items = responses_input(messages)
+        instructions, items = responses_input(messages, files)
         request: dict[str, Any] = {
             "model": model,
             "input": items,
@@ -79,6 +84,10 @@ class OpenAIResponsesAdapter(OpenAIClientAdapter):
             request |= reasoning_options(options)
         if tools:
             request["tools"] = [responses_tool(t) for t in tools]
+        if options.image_generation is not None:
+            request.setdefault("tools", []).append({"type": "image_generation"})
+            if options.image_generation == "required":
+                request["tool_choice"] = {"type": "image_generation"}
         if options.temperature is not None and takes_temperature(model, options):
             request["temperature"] = options.temperature
         if options.max_output_tokens is not None:
@@ -134,7 +143,9 @@ def is_reasoning_item(payload: dict[str, Any] | None) -> bool:
     return payload is not None and payload.get("type") == "reasoning"
 
 
-def responses_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+def responses_input(
+    messages: Sequence[Message], files: Files | None = None
+) -> tuple[str | None, list[dict[str, Any]]]:
     """``(instructions, input items)`` for ``messages``.
 
     The system prompts before the first other message are the ``instructions`` (joined by a
@@ -148,7 +159,7 @@ def responses_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[
     items: list[dict[str, Any]] = []
     for item in tool_call_turns(messages, include_pending=False):
         if isinstance(item, list):
-            items.extend(_call_turn(item))
+            items.extend(_call_turn(item, files or {}))
         elif isinstance(item, ReasoningMessage):
             if is_reasoning_item(item.payload):
                 items.append(item.payload)  # type: ignore[arg-type]  # checked above
@@ -160,8 +171,20 @@ def responses_input(messages: Sequence[Message]) -> tuple[str | None, list[dict[
             else:
                 instructions.append(item.text)
         elif isinstance(item, TextMessage):
-            items.append(_text_item(item.role, item.text))
+            items.append(_message_item(item, files or {}))
     return ("\n\n".join(instructions) if instructions else None), items
+
+
+def _message_item(message: TextMessage, files: Files) -> dict[str, Any]:
+    """A text message; a user's attachments as ``input_image``/``input_file`` parts after its
+    text, an assistant's (images it made) as notes."""
+    if not message.attachments:
+        return _text_item(message.role, message.text)
+    if message.role is not Role.USER:
+        return _text_item(message.role, f"{message.text}\n{notes(message.attachments)}".strip())
+    text = [{"type": "input_text", "text": message.text}] if message.text else []
+    content = text + responses_parts(message.attachments, files)
+    return {"type": "message", "role": "user", "content": content}
 
 
 def _text_item(role: Role, text: str) -> dict[str, Any]:
@@ -171,7 +194,7 @@ def _text_item(role: Role, text: str) -> dict[str, Any]:
     return {"type": "message", "role": role.value, "content": text}
 
 
-def _call_turn(calls: list[ToolCallMessage]) -> list[dict[str, Any]]:
+def _call_turn(calls: list[ToolCallMessage], files: Files) -> list[dict[str, Any]]:
     """One reply's calls: its text, the ``function_call`` items, then their outputs."""
     items: list[dict[str, Any]] = []
     if calls[0].message:
@@ -186,7 +209,19 @@ def _call_turn(calls: list[ToolCallMessage]) -> list[dict[str, Any]]:
         for call in calls
     )
     items.extend(
-        {"type": "function_call_output", "call_id": call.tool_call_id, "output": call.result_text()}
+        {
+            "type": "function_call_output",
+            "call_id": call.tool_call_id,
+            "output": _output(call, files),
+        }
         for call in calls
     )
     return items
+
+
+def _output(call: ToolCallMessage, files: Files) -> str | list[dict[str, Any]]:
+    """A call's output: its result text, with its attachments as input parts when it has some."""
+    if not call.attachments:
+        return call.result_text()
+    text = [{"type": "input_text", "text": call.result_text()}]
+    return text + responses_parts(call.attachments, files)

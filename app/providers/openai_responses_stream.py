@@ -10,6 +10,7 @@ payload is the reasoning item exactly as ``response.output_item.done`` gave it, 
 
 from __future__ import annotations
 
+import base64
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,6 +19,7 @@ from app.domain import (
     ContentBlockDelta,
     ContentBlockStart,
     ContentBlockStop,
+    ImageDone,
     MessageStop,
     ProviderError,
     ReasoningDone,
@@ -48,6 +50,7 @@ _IGNORED = frozenset(
         "response.reasoning_summary_text.done",
         "response.reasoning_text.done",
         "response.function_call_arguments.done",
+        "response.image_generation_call.partial_image",
     }
 )
 """Events that add nothing to what the deltas and ``output_item.done`` say: not even parsed
@@ -181,6 +184,8 @@ class ResponseReader:
             return self._reasoning_done(output, item)
         if kind == "function_call":
             return [self._call(output, item)]
+        if kind == "image_generation_call":
+            return generated_image(item, self._new_index())
         stops = [k for k in self.texts if k[0] == output]
         return [ContentBlockStop(self.texts.pop(k)) for k in stops]
 
@@ -242,3 +247,17 @@ class ResponseReader:
         if self.stop is None:
             raise bad_response("openai", "the stream ended before response.completed")
         return self.stop
+
+
+def generated_image(item: dict[str, Any], index: int) -> list[StreamChunk]:
+    """An ``image_generation_call`` item's image (base64 ``result``, in its ``output_format``);
+    nothing for a call that made none (its ``status`` failed)."""
+    result = item.get("result")
+    if not isinstance(result, str) or not result:
+        return []
+    try:
+        data = base64.b64decode(result, validate=True)
+    except ValueError as exc:
+        raise bad_response("openai", "an image_generation_call result is not base64") from exc
+    media_type = "image/" + {"jpg": "jpeg"}.get(fmt := str(item.get("output_format") or "png"), fmt)
+    return [ImageDone(data, media_type, index)]

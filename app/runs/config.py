@@ -3,8 +3,10 @@
 May import the domain and the providers' token counting. The stored keys are the API's:
 ``provider``, ``model``, ``tools``, ``client_tools``, ``temperature``, ``max_output_tokens``,
 ``context_max_tokens``, ``max_tool_rounds``, ``reasoning`` (an object: ``effort``,
-``budget_tokens``, ``summary``). A patch is a JSON Merge Patch (RFC 7396) over them: ``null``
-removes a key, an object is merged key by key, and an object left empty is removed.
+``budget_tokens``, ``summary``). In ``tools``, ``image_generation`` names the providers' image
+tool (``ConversationConfig.image_generation: auto``), not a server-side tool. A patch is a JSON
+Merge Patch (RFC 7396) over them: ``null`` removes a key, an object is merged key by key, and an
+object left empty is removed.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from app.domain.config import validated_config
 from app.domain.context import TokenCounter
 from app.providers.tokens import token_counter_for
 from app.runs.errors import InvalidInput
+
+IMAGE_TOOL = "image_generation"
+"""The name in ``tools`` that lets the model make images (docs/providers.md)."""
 
 
 def config_error(key: str, detail: str, **extra: Any) -> InvalidInput:
@@ -71,12 +76,12 @@ class ConfigContext:
             )
         names: list[str] = list(config.get("tools", []))
         for name in names:
-            if name not in self.server_tools:
+            if name not in self.server_tools and name != IMAGE_TOOL:
                 raise config_error(
                     "tools",
                     f"no server-side tool is called {name!r}; available: "
-                    f"{', '.join(sorted(self.server_tools)) or 'none'}",
-                    available=sorted(self.server_tools),
+                    f"{', '.join([*sorted(self.server_tools), IMAGE_TOOL])}",
+                    available=[*sorted(self.server_tools), IMAGE_TOOL],
                 )
         names += [t["name"] for t in config.get("client_tools", [])]
         repeated = sorted({n for n in names if names.count(n) > 1})
@@ -128,6 +133,7 @@ class ConfigContext:
             max_tool_rounds=config.get("max_tool_rounds", defaults.max_tool_rounds),
             tool_timeout=self.tool_timeout,
             reasoning=_reasoning(config),
+            image_generation="auto" if IMAGE_TOOL in config.get("tools", []) else None,
         )
 
 

@@ -128,7 +128,17 @@ def notice(body: EventData) -> RunEvent:
 def chunk_data(chunk: StreamChunk) -> EventData:
     """The body of a chunk's event; its type names the event (chunk kind → event name)."""
     if isinstance(chunk, ContentBlockStart):
-        return ContentBlockStartData(index=chunk.index, type=chunk.type)
+        image = chunk.attachment
+        if image is None:
+            return ContentBlockStartData(index=chunk.index, type=chunk.type)
+        return ContentBlockStartData(
+            index=chunk.index,
+            type=chunk.type,
+            file_id=image.file_id,
+            media_type=image.media_type,
+            width=image.width,
+            height=image.height,
+        )
     if isinstance(chunk, ContentBlockStop):
         return ContentBlockStopData(index=chunk.index)
     if isinstance(chunk, ToolUse):

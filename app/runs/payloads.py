@@ -9,6 +9,7 @@ Events, in the order a run sends them:
 
     run_started          {run_id, conversation_id, message_count, version}
     content_block_start  {index, type}                 type: "text" or "reasoning"
+                         {index, type: "image", file_id, media_type[, width, height]}
     content_block_delta  {index, delta}
     content_block_stop   {index}
     tool_use             {tool_call_id, tool_name, params}
@@ -83,12 +84,19 @@ class RunStartedData(EventData):
 class ContentBlockStartData(EventData):
     """`content_block_start`: a block of the model's reply begins; `index` is unique within
     the reply. A `reasoning` block streams the model's reasoning (its stored
-    `ReasoningMessage` is announced by a `message` event); a `text` block, the reply's text."""
+    `ReasoningMessage` is announced by a `message` event); a `text` block, the reply's text; an
+    `image` block, an image the model made, already stored as the file `file_id` (its content
+    at `GET /files/{file_id}/content`); it has no deltas, and the reply's stored message
+    carries it in its `attachments`."""
 
     event = EventName.CONTENT_BLOCK_START
 
     index: int
-    type: Literal["text", "reasoning"]
+    type: Literal["text", "reasoning", "image"]
+    file_id: str | None = Field(None, description="An `image` block's file.")
+    media_type: str | None = Field(None, description="An `image` block's media type.")
+    width: int | None = Field(None, description="An `image` block's width in pixels.")
+    height: int | None = Field(None, description="An `image` block's height in pixels.")
 
 
 class ContentBlockStopData(EventData):

@@ -52,6 +52,7 @@ from app.runs.events import (
     requires_action,
     run_started,
 )
+from app.runs.files import OwnerFiles
 from app.runs.live import LiveRun
 from app.runs.log_codec import merged_rows
 from app.runs.observe import RunObserver
@@ -131,7 +132,8 @@ class RunService:
             lambda: self._begin(conversation_id, run_id, delta, expected_version, on_disconnect),
         )
         record, messages, config, (adapter_name, model), started = begun
-        conversation = LLMConversation(messages, config)
+        files = OwnerFiles(services.files, self.owner)  # its messages' attachments, its images
+        conversation = LLMConversation(messages, dataclasses.replace(config, attachments=files))
         observer = RunObserver(adapter_name, record.id, run_id)
         logged = services.settings.run_event_log
         key_id = self.key.id if self.key is not None else None

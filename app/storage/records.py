@@ -193,3 +193,15 @@ def to_record(row: Mapping[Any, Any], pending: tuple[str, ...]) -> ConversationR
         title=row.get("title"),
         archived=bool(row.get("archived", False)),
     )
+
+
+def referenced_files(rows: Iterable[dict[str, Any]]) -> dict[str, list[str]]:
+    """The files new message rows refer to (their messages' ``attachments``), by conversation."""
+    found: dict[str, list[str]] = {}
+    for row in rows:
+        data = row["data"]
+        if '"attachments"' not in data:  # the rows of most messages: not parsed again
+            continue
+        items = json.loads(data).get("attachments") or ()
+        found.setdefault(row["conversation_id"], []).extend(a["file_id"] for a in items)
+    return found

@@ -68,6 +68,10 @@ CONTENT_REFUSALS = {
 CONFIGURATION_LOCS = [["body", "config", "provider"], ["body", "url"]]
 # Pages come in the parley format only: a combination of parameters OpenAPI cannot express.
 UNDOCUMENTABLE_LOCS = [["query", "format"]]
+# An attachment's `file_id` must be one of the caller's stored files, and its inline `data` the
+# base64 of a file of an accepted kind (docs/format.md, "Attachments"): what is stored, and what
+# the bytes are, no schema can say.
+ATTACHMENT_FIELDS = ("file_id", "data")
 # The messages a whole conversation is loaded from are free-form JSON in the document (the
 # serialized format, a provider's request shape), checked by the domain's readers.
 FREE_FORM = {
@@ -94,6 +98,7 @@ def _refused_by_design(case: Any, error: dict[str, Any]) -> bool:
         or any(rule in error.get("msg", "") for rule in ACROSS_ITEMS)
         or error.get("type") == STRICT_INTEGER
         or loc[:2] in free
+        or (len(loc) >= 3 and loc[-3] == "attachments" and loc[-1] in ATTACHMENT_FIELDS)
     )
 
 

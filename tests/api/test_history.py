@@ -248,7 +248,7 @@ async def test_import_names_a_bad_item_by_index_and_field(client: httpx.AsyncCli
         ("openai", {"system": "x", "messages": []}, ["body", "system"]),
         (
             "anthropic",
-            {"messages": [{"role": "user", "content": [{"type": "image"}]}]},
+            {"messages": [{"role": "user", "content": [{"type": "video"}]}]},
             ["body", "messages", 0, "content", 0, "type"],
         ),
         ("anthropic", {"messages": "nope"}, ["body", "messages"]),

@@ -309,7 +309,7 @@ async def test_a_document_of_an_unknown_version_or_bad_reasoning_is_refused(
 ) -> None:
     reasoning = {"type": "ReasoningMessage", "text": "hm", "role": "assistant"}
     for document, loc in (
-        ({"version": "1.2", "messages": []}, ["body", "messages", "version"]),
+        ({"version": "1.3", "messages": []}, ["body", "messages", "version"]),
         ({"version": "1.1", "messages": [reasoning]}, ["body", "messages"]),
     ):
         response = await client.post("/conversations", json={"messages": document})

@@ -111,8 +111,8 @@ def test_bad_reasoning_data_names_its_index_and_field(change: dict[str, Any], er
 
 
 def test_the_version_is_checked() -> None:
-    with pytest.raises(MessageListDeserializationError, match=r"'1\.0' or '1\.1'"):
-        MessageList.from_dict({"version": "1.2", "messages": []})
+    with pytest.raises(MessageListDeserializationError, match=r"'1\.0' or '1\.1' or '1\.2'"):
+        MessageList.from_dict({"version": "1.3", "messages": []})
 
 
 # --- the run loop -----------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 Standard library only. ``anthropic_violations(body, issued)`` lists what the real API would
 refuse in a ``/v1/messages`` body, in its wording: a budget out of range, a thinking block that
 is not first in its assistant turn, a thinking block whose text or signature differs by a byte
-from what was issued, redacted data never issued, and — with thinking on — a final assistant
+from what was issued, redacted data never issued, an image or document the API would refuse
+(``attachment_rules``), and — with thinking on — a final assistant
 turn (the current tool loop, or a prefill) that does not start with the thinking blocks issued
 with it. ``Registry`` is what a fake issued: it signs the thinking it hands out (an HMAC of the
 text), so only what it issued passes. A property test can call ``anthropic_violations`` on a
@@ -22,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import wire
+from .attachment_rules import anthropic_attachment_violations
 from .fake_server import FakeServer, Received, Reply
 
 THINKING_TYPES = ("thinking", "redacted_thinking")
@@ -78,7 +80,7 @@ def anthropic_violations(body: dict[str, Any], issued: Registry) -> list[str]:
             found += _block_violations(i, turn["content"], issued)
     if thinking_on(body):
         found += _final_turn_violations(body["messages"], issued)
-    return found
+    return found + anthropic_attachment_violations(body)
 
 
 MAX_BREAKPOINTS = 4

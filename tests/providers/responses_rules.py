@@ -17,7 +17,9 @@ The rules (each one the real API's):
   without it, with ``store: false``, the item cannot be found;
 - a model that does not reason refuses ``include: ["reasoning.encrypted_content"]`` and
   ``reasoning``; a reasoning model refuses ``temperature`` unless its effort is ``none``;
-- assistant content is ``output_text`` or ``refusal``; function call arguments are JSON text.
+- assistant content is ``output_text`` or ``refusal``; function call arguments are JSON text;
+- an ``input_image``/``input_file`` is a data URL whose bytes decode and are of its media type
+  (``attachment_rules``).
 And Parley's own, so it stays stateless: ``store`` is false, and ``include`` asks for the
 encrypted reasoning whenever reasoning items are sent.
 """
@@ -33,6 +35,7 @@ from typing import Any
 from app.domain import Message, ReasoningMessage, ToolCallMessage
 
 from . import wire
+from .attachment_rules import responses_part_violation
 from .fake_server import Received, Reply
 
 NOT_REASONING_PREFIXES = ("gpt-4", "gpt-3.5", "chatgpt-")
@@ -166,8 +169,13 @@ def _item(items: list[Any], i: int, item: Any, issued: Issued, calls: set[str]) 
                     "input",
                 )
             ]
-        if not isinstance(item.get("output"), str | list):
+        output = item.get("output")
+        if not isinstance(output, str | list):
             return [Violation(f"Invalid type for '{where}.output'.", f"{where}.output")]
+        for j, part in enumerate(output if isinstance(output, list) else []):
+            problem = responses_part_violation(f"{where}.output[{j}]", part)
+            if problem:
+                return [Violation(problem, f"{where}.output[{j}]", "invalid_value")]
         return []
     return [Violation(f"Invalid value: '{kind}'.", f"{where}.type", "invalid_value")]
 
@@ -197,6 +205,9 @@ def _message(item: dict[str, Any], where: str) -> list[Violation]:
                     "invalid_value",
                 )
             ]
+        problem = responses_part_violation(f"{where}.content[{j}]", part)
+        if problem:
+            return [Violation(problem, f"{where}.content[{j}]", "invalid_value")]
     return []
 
 

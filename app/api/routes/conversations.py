@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, HTTPException, Path, Query, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from app.api import convert
+from app.api import attach, convert
 from app.api.bodies import ParsedBodyRoute
 from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
 from app.api.idempotency import IdempotencyKeyHeader, idempotent
@@ -68,10 +68,13 @@ async def _create(
     if body.system_prompt is not None:
         convert.check_text(body.system_prompt, ("body", "system_prompt"), services.settings)
     document, messages = None, []
+    owner = conversations.owner
     if isinstance(body.messages, list):
         messages = convert.initial_messages(body.messages, services.settings)
+        messages = await attach.with_attachments(messages, body.messages, services.files, owner)
     elif body.messages is not None:
         document = body.messages.model_dump(mode="json")
+        document = await attach.checked_document(document, services.files, owner)
     view = await conversations.create(
         body.system_prompt,
         convert.config_patch(body.config),
@@ -223,7 +226,7 @@ async def post_delta(
     retry gets the first result and appends nothing."""
 
     async def apply() -> Response:
-        delta = convert.delta(body, caller.services.settings)
+        delta = await attach.delta(body, caller)
         view = await caller.conversations().apply_delta(conversation_id, delta, expected_version)
         out = convert.conversation_out(view)
         return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))

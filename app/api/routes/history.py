@@ -37,6 +37,7 @@ from app.api.schemas.history import (
 from app.conversations.history import HistoryService
 from app.conversations.service import ConversationView
 from app.domain import MessageList, format_version, to_anthropic_format, to_openai_format
+from app.domain.inline_files import inline_document
 
 router = APIRouter(prefix="/conversations", tags=["history"], route_class=ParsedBodyRoute)
 
@@ -131,6 +132,14 @@ async def get_messages(
         int | None,
         Query(ge=1, le=MAX_PAGE, description=f"Page: at most this many (default {DEFAULT_PAGE})."),
     ] = None,
+    attachments: Annotated[
+        Literal["reference", "inline"],
+        Query(
+            description="`parley` format: attachments by file id (`reference`), or with their "
+            "bytes as base64 `data` beside it (`inline`: a portable document). The provider "
+            "formats always inline them."
+        ),
+    ] = "reference",
 ) -> Any:
     """The conversation's messages: the serialized document ("save") that `POST
     /conversations` loads back (version "1.1" when it holds reasoning, with each
@@ -145,13 +154,15 @@ async def get_messages(
             )
         return await _page(caller.history(), conversation_id, after, limit or DEFAULT_PAGE)
     messages = list(await caller.conversations().messages(conversation_id))
+    inline = format in ("openai", "anthropic") or attachments == "inline"
+    files = await caller.history().file_bytes(messages) if inline else {}
     if format == "openai":
-        return JSONResponse({"messages": to_openai_format(messages)})
+        return JSONResponse({"messages": to_openai_format(messages, files=files)})
     if format == "anthropic":
-        return JSONResponse(to_anthropic_format(messages))
+        return JSONResponse(to_anthropic_format(messages, files=files))
     if format == "ai-sdk":
         return JSONResponse(ui_messages(conversation_id, messages))
-    return JSONResponse(MessageList(messages).to_dict())
+    return JSONResponse(inline_document(MessageList(messages).to_dict(), files))
 
 
 async def _page(

@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse
 from sse_starlette import EventSourceResponse
 from starlette.background import BackgroundTask
 
-from app.api import convert
+from app.api import attach, convert
 from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
 from app.api.bodies import ParsedBodyRoute
 from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
@@ -248,7 +248,7 @@ async def post_and_stream(
     services = caller.services
 
     async def start() -> Response:
-        delta = convert.delta(body or DeltaBundle(), services.settings)
+        delta = await attach.delta(body or DeltaBundle(), caller)
         run = await caller.runs().start(conversation_id, delta, expected_version, on_disconnect)
         return _started(services, run, respond)
 
@@ -285,7 +285,7 @@ async def start_run(
     services = caller.services
 
     async def start() -> Response:
-        delta = convert.delta(body or DeltaBundle(), services.settings)
+        delta = await attach.delta(body or DeltaBundle(), caller)
         run = await caller.runs().start(conversation_id, delta, expected_version, "continue")
         services.manager.detached(run)  # nobody reads it here: it goes on (continue)
         record = await caller.reader().get(conversation_id, run.run_id)

@@ -50,6 +50,7 @@ from app.api.schemas.history import (
 )
 from app.api.schemas.messages import (
     AssistantMessageIn,
+    AttachmentIn,
     DeltaBundle,
     InitialMessageIn,
     MessageIn,
@@ -83,6 +84,7 @@ __all__ = [
     "TOOL_NAME",
     "AnthropicMessagesOut",
     "AssistantMessageIn",
+    "AttachmentIn",
     "CancelOut",
     "ClientToolIn",
     "ConfigPatch",

@@ -81,7 +81,11 @@ class ConfigPatch(BaseModel):
 
     provider: str | None = Field(None, min_length=1, max_length=64)
     model: str | None = Field(None, min_length=1, max_length=200)
-    tools: list[str] | None = Field(None, description="Names of server-side tools.")
+    tools: list[str] | None = Field(
+        None,
+        description="Names of server-side tools; `image_generation` lets the model make images "
+        "(OpenAI Responses' image tool; the offline model draws for a message starting `draw`).",
+    )
     client_tools: list[ClientToolIn] | None = None
     # Strict: "1", true or 1.0 are not numbers here (a client's type bug, not a setting).
     temperature: float | None = Field(None, ge=0, le=2, strict=True, allow_inf_nan=False)

@@ -86,8 +86,8 @@ class MessagePage(BaseModel):
 
     messages: list[JsonValue]
     version: str = Field(
-        description='The format\'s version these messages need: "1.1" when they hold '
-        'reasoning, else "1.0".'
+        description='The format\'s version these messages need: "1.2" when they carry '
+        'attachments, "1.1" when they hold reasoning, else "1.0".'
     )
     start: int = Field(description="The index of the first message of this page.")
     total: int = Field(description="How many messages the conversation holds.")

@@ -30,14 +30,66 @@ class SystemMessageIn(TextMessageIn):
     role: Literal["system"]
 
 
-class UserMessageIn(TextMessageIn):
-    """A user message (the builder's `.request()`)."""
+DATA_URL = r"^data:[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+;base64,[A-Za-z0-9+/=\s]*$"
+
+
+class AttachmentIn(BaseModel):
+    """A file a user message carries: `file_id`, a file uploaded with `POST /files`; or
+    `data`, the file itself as a base64 `data:` URL (stored as a file on arrival, then referred
+    to like an upload; `name` names it). The message stores the reference, never the bytes."""
 
     model_config = ConfigDict(
         extra="forbid",
-        json_schema_extra={"examples": [{"role": "user", "text": "Why is the sky blue?"}]},
+        json_schema_extra={
+            "examples": [
+                {"file_id": "0b5e9c3a4f6d4b1f9a2c7e8d1f0a3b4c"},
+                {"data": "data:image/png;base64,iVBORw0KGgo…", "name": "cat.png"},
+            ],
+            # exactly one of the two, as text (null is absent): what the validator below checks
+            "oneOf": [
+                {"required": ["file_id"], "properties": {"file_id": {"type": "string"}}},
+                {"required": ["data"], "properties": {"data": {"type": "string"}}},
+            ],
+        },
+    )
+
+    file_id: str | None = Field(None, min_length=1, max_length=64, description="An uploaded file.")
+    data: str | None = Field(
+        None,
+        pattern=DATA_URL,
+        description="The file inline, as `data:<media type>;base64,<bytes>`.",
+    )
+    name: str | None = Field(None, max_length=255, description="The inline file's name.")
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AttachmentIn:
+        if (self.file_id is None) == (self.data is None):
+            raise ValueError("an attachment has a file_id or data, not both or neither")
+        return self
+
+
+class UserMessageIn(TextMessageIn):
+    """A user message (the builder's `.request()`), with the files it carries, if any."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "examples": [
+                {"role": "user", "text": "Why is the sky blue?"},
+                {
+                    "role": "user",
+                    "text": "What is in this picture?",
+                    "attachments": [{"file_id": "0b5e9c3a4f6d4b1f9a2c7e8d1f0a3b4c"}],
+                },
+            ]
+        },
     )
     role: Literal["user"]
+    attachments: list[AttachmentIn] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Files (images, PDFs, text) the message refers to; by reference only.",
+    )
 
 
 class AssistantMessageIn(TextMessageIn):
@@ -126,7 +178,8 @@ class DeltaBundle(BaseModel):
 
 class MessageListDocument(BaseModel):
     """A MessageList in the serialized format, as ``GET …/messages`` gives it: version "1.0",
-    or "1.1" when it holds a `ReasoningMessage` (docs/format.md)."""
+    "1.1" when it holds a `ReasoningMessage`, "1.2" when a message carries attachments
+    (docs/format.md)."""
 
     model_config = ConfigDict(
         extra="allow",
@@ -144,6 +197,7 @@ class MessageListDocument(BaseModel):
     )
 
     messages: list[dict[str, JsonValue]]
-    version: Literal["1.0", "1.1"] = Field(
-        description='The serialized format\'s version: "1.1" when the messages hold reasoning.'
+    version: Literal["1.0", "1.1", "1.2"] = Field(
+        description='The serialized format\'s version: "1.1" when the messages hold reasoning, '
+        '"1.2" when they carry attachments.'
     )

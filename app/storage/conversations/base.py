@@ -25,11 +25,13 @@ from app.storage.errors import (
     StoredDataError,
     VersionConflict,
 )
+from app.storage.files.refs import add_refs
 from app.storage.pending import pending_ids
 from app.storage.records import (
     ConversationRecord,
     conversation_key,
     load_message,
+    referenced_files,
     to_record,
     utcnow,
 )
@@ -148,9 +150,12 @@ class RepositoryBase:
         return to_record(row, found.get(row["id"], ()))
 
     async def _insert_messages(self, rows: builtins.list[dict[str, Any]]) -> None:
-        """Insert ``rows`` (and empty the list)."""
+        """Insert ``rows`` (and empty the list), recording the files their messages refer to
+        (``file_refs``: a file stays while a conversation refers to it, docs/files.md)."""
         if rows:
             await s.INSERT_MESSAGES.execute(self._session, rows)
+            for key, file_ids in referenced_files(rows).items():
+                await add_refs(self._session, key, file_ids)
             rows.clear()
 
     async def _load(self, key: str, start: int, end: int) -> builtins.list[Message]:

@@ -62,6 +62,21 @@ export async function requestText(path) {
   return response.text();
 }
 
+// Upload a file (multipart, field `file`): the stored file's description (`id`, `name`, …).
+export async function uploadFile(file, name) {
+  const form = new FormData();
+  form.append("file", file, name);
+  const response = await check(await fetch(ROOT + "/files", { method: "POST", headers: headers(), body: form }));
+  return response.json();
+}
+
+// A stored file's bytes, as a Blob of its media type (fetched with the key, when one is set).
+export async function fileContent(fileId) {
+  const path = `/files/${encodeURIComponent(fileId)}/content`;
+  const response = await check(await fetch(ROOT + path, { headers: headers() }));
+  return response.blob();
+}
+
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 // Run the conversation and call onEvent(name, payload) for every event. A run starts by POST

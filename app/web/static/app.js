@@ -3,6 +3,9 @@
 import {
   ApiError, AuthRequired, apiKey, conversationPath, request, requestText, streamRun,
 } from "./api.js";
+import {
+  clearPending, hasPending, initAttach, renderAttachments, streamedImage, uploadPending,
+} from "./attach.js";
 import { awaitTitle, initSidebar, loadConversations, showOpen } from "./sidebar.js";
 
 const $ = (id) => document.getElementById(id);
@@ -103,6 +106,7 @@ function renderMessage(message) {
     return bubble("tool", `${message.tool_name}(${JSON.stringify(message.arguments)}) → ${outcome}`);
   }
   const div = bubble(message.role, message.text ?? "");
+  renderAttachments(div, message.attachments);
   if (message.incomplete) markCut(div);
   return div;
 }
@@ -156,6 +160,10 @@ function onEvent(live) {
     } else if (name === "content_block_start") {
       if (payload.type === "reasoning") live.reasoningBlocks.add(payload.index);
       else live.reasoningBlocks.delete(payload.index);
+      if (payload.type === "image") { // an image the model made, already stored
+        if (!live.div) live.div = bubble("assistant", "", "streaming");
+        streamedImage(live.div, payload);
+      }
     } else if (name === "content_block_delta" && typeof payload.delta === "string") {
       if (live.reasoningBlocks.has(payload.index)) {
         if (!live.reasoning) live.reasoning = reasoningBlock("", "streaming");
@@ -296,6 +304,7 @@ function newConversationBody() {
   if (reasoningPatch()) config.reasoning = reasoningPatch();
   if ($("model").value.trim()) config.model = $("model").value.trim();
   if ($("server-tools").checked) config.tools = ["add_numbers", "current_time"];
+  if ($("image-tool").checked) config.tools = [...(config.tools ?? []), "image_generation"];
   const clientTools = $("client-tools").value.trim();
   if (clientTools) config.client_tools = JSON.parse(clientTools);
   const body = { config, metadata: { title: `${config.provider} · ${new Date().toLocaleTimeString()}` } };
@@ -334,16 +343,34 @@ $("send-form").addEventListener("submit", (event) => {
       setStatus("Assistant message added.");
     });
   } else {
-    run(text.trim() ? { messages: [{ role: "user", text }] } : undefined, { text });
+    sendUser(text);
   }
 });
+
+// A user message with the files waiting to go with it (uploaded first: a refused upload keeps
+// the text and the files, and starts no run); nothing typed and no files runs the conversation.
+async function sendUser(text) {
+  let attachments = [];
+  if (hasPending()) {
+    setStatus("Uploading…");
+    attachments = await guarded(uploadPending);
+    if (attachments === undefined) {
+      if (!$("message").value) $("message").value = text;
+      return;
+    }
+    clearPending();
+  }
+  const message = { role: "user", text };
+  if (attachments.length) message.attachments = attachments;
+  run(text.trim() || attachments.length ? { messages: [message] } : undefined, { text });
+}
 
 // Enter sends what was typed; Shift+Enter makes a new line. (Running the conversation as it
 // is, with nothing typed, takes the Send button.)
 $("message").addEventListener("keydown", (event) => {
   if (event.key !== "Enter" || event.shiftKey || event.isComposing) return;
   event.preventDefault();
-  if ($("message").value.trim()) $("send-form").requestSubmit();
+  if ($("message").value.trim() || hasPending()) $("send-form").requestSubmit();
 });
 
 $("stop").addEventListener("click", () => {
@@ -401,6 +428,8 @@ async function openFromAddress() {
 
 window.addEventListener("hashchange", () => guarded(openFromAddress));
 
+initAttach({ button: $("attach"), input: $("attach-input"), box: $("message"), zone: $("chat"),
+  chips: $("chips") });
 initSidebar({ state, open, guarded, setStatus });
 
 guarded(async () => {
