@@ -19,7 +19,7 @@ import random
 from datetime import datetime, timedelta
 from typing import Any
 
-import httpx
+import httpx2 as httpx  # the SDKs' client: loaded anyway, and no CLI (rich, pygments)
 from standardwebhooks import Webhook
 
 from app.settings import Settings

@@ -9,6 +9,7 @@ import time
 from typing import Any
 
 import httpx
+import httpx2
 from standardwebhooks import Webhook
 
 from app.storage import Database
@@ -303,7 +304,7 @@ async def test_an_attempt_goes_to_the_address_the_guard_approved(settings: Any) 
     assert str(url) == "https://93.184.216.34:8443/in?x=1"
     assert headers == {"host": "hooks.example.com:8443"}
     assert extensions == {"sni_hostname": "hooks.example.com"}
-    assert pinned("http://127.0.0.1:9/x", None) == (httpx.URL("http://127.0.0.1:9/x"), {}, {})
+    assert pinned("http://127.0.0.1:9/x", None) == (httpx2.URL("http://127.0.0.1:9/x"), {}, {})
 
     with Receiver() as receiver:
         port = receiver.url.split(":")[2].split("/")[0]

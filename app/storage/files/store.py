@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import AsyncIterator, Iterable
+from typing import TYPE_CHECKING
 
 from sqlalchemy import delete, exists, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -41,10 +42,12 @@ from app.storage.files.records import (
     to_file_record,
 )
 from app.storage.files.refs import referring_conversations
-from app.storage.files.s3 import S3Blobs
 from app.storage.files.tables import FILE_BLOBS, FILE_CHUNKS, FILES
 from app.storage.paging import newest_first
 from app.storage.records import utcnow
+
+if TYPE_CHECKING:
+    from app.storage.files.s3 import S3Blobs
 
 Data = bytes | AsyncIterator[bytes]
 MAX_NAME_CHARS = 255
@@ -111,13 +114,21 @@ def clean_name(name: str | None) -> str:
     return base[-MAX_NAME_CHARS:] or "file"
 
 
+def _s3_blobs(settings: Settings) -> S3Blobs:
+    """The object store: boto3 (some 20 MB of memory, 0.15 s to import) loaded only when a
+    deployment names one."""
+    from app.storage.files.s3 import S3Blobs
+
+    return S3Blobs(settings)
+
+
 class FileStore:
     """Every owner's files; each method names the owner, and another owner's file is not found."""
 
     def __init__(self, database: Database, settings: Settings) -> None:
         self.database = database
         self.settings = settings
-        self.s3 = S3Blobs(settings) if settings.file_s3_location() else None
+        self.s3 = _s3_blobs(settings) if settings.file_s3_location() else None
 
     def limit_for(self, media_type: str) -> int:
         """The most bytes a file of this kind may hold."""
