@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable
 from app.spend.ledger import charge, conversation_totals, usage_report
 from app.storage import Database
-from tests.api.conftest import app_client
+from tests.api.conftest import app_client, wait_for
 from tests.api.sse import Event, parse
 from tests.spend.conftest import ADMIN_HEADERS, bearer, make_key
 
@@ -162,3 +162,24 @@ async def test_an_aborted_run_is_charged_for_no_call_it_did_not_finish(
         both = first + second
         assert totals["calls"] == sum(e.name == "message_stop" for e in both) == 1
         assert {k: totals[k] for k in KINDS} == stop_usage(both)
+
+
+async def test_an_automatic_title_is_charged_to_the_runs_key_once(settings: Settings) -> None:
+    """The title's model call (PARLEY_AUTO_TITLE) is in the ledger: the conversation's totals,
+    the key's `/usage` and so its budget count it, once, beside the run's own call."""
+    async with app_client(settings.model_copy(update={"auto_title": True})) as client:
+        made = await make_key(client)
+        token = made["token"]
+        cid, events = await converse(client, token, "why is the sky so very blue")
+
+        async def titled() -> Any:
+            state = await client.get(f"/conversations/{cid}", headers=bearer(token))
+            return state.json()["usage"]["calls"] == 2 or None
+
+        assert await wait_for(titled)
+        totals = (await client.get(f"/conversations/{cid}", headers=bearer(token))).json()
+        assert totals["title"] and totals["usage"]["calls"] == 2
+        run_output = stop_usage(events)["output_tokens"]
+        assert totals["usage"]["output_tokens"] > run_output  # the title's words too
+        by_key = (await client.get("/usage?group_by=key", headers=ADMIN_HEADERS)).json()
+        assert only(by_key)["group"] == made["id"] and only(by_key)["calls"] == 2
