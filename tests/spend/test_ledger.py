@@ -103,7 +103,15 @@ async def test_usage_by_key_model_and_day_admin_sees_all_a_key_its_own(
         "/usage", params={"from": later, "to": "2020-01-01T00:00:00Z"}, headers=ADMIN_HEADERS
     )
     assert backwards.status_code == 200 and backwards.json()["items"] == []
-    for bad in ("2020-01-01T00:00:00", "0.5", "1700000000", "2020-13-01T00:00:00Z"):
+    # The last two exist with their offset but not in UTC (were a 500: OverflowError).
+    for bad in (
+        "2020-01-01T00:00:00",
+        "0.5",
+        "1700000000",
+        "2020-13-01T00:00:00Z",
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+    ):
         refused = await client.get("/usage", params={"from": bad}, headers=ADMIN_HEADERS)
         assert refused.status_code == 422, bad
         assert refused.json()["errors"][0]["loc"] == ["query", "from"]
