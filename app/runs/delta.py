@@ -12,7 +12,8 @@ from typing import Any
 
 from app.domain import Message, ToolResult
 from app.runs.config import ConfigContext, merge_patch
-from app.storage import ToolOutcome
+from app.runs.errors import InvalidInput
+from app.storage import ConversationRepository, ToolOutcome
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,10 @@ class Delta:
     messages: Sequence[Message] = ()
     tool_results: Sequence[ToolResult] = ()
     config_patch: Mapping[str, Any] | None = None
+    keep: int | None = None
+    """A run's start only: first keep this many messages and drop the rest (the AI SDK's
+    regenerate or edit), in the start's transaction, so a start refused (a key's limits, a
+    busy conversation) drops nothing."""
 
     def outcomes(self) -> list[ToolOutcome]:
         """The tool results as storage takes them."""
@@ -41,3 +46,20 @@ def config_update(
         return config
 
     return update
+
+
+async def rewound(
+    repo: ConversationRepository,
+    conversation_id: str,
+    delta: Delta,
+    expected_version: int | None,
+) -> int | None:
+    """Rewind as the delta asks (``keep``), in the repository's transaction; the version the
+    rest of the write expects next (None: the rewind checked it)."""
+    if delta.keep is None:
+        return expected_version
+    try:
+        await repo.rewind(conversation_id, delta.keep, expected_version)
+    except ValueError as exc:  # checked under the row lock, against the current count
+        raise InvalidInput(("body", "messageId"), str(exc)) from exc
+    return None

@@ -37,7 +37,7 @@ from app.domain import (
     ToolRoundLimitError,
     Usage,
 )
-from app.runs.delta import Delta, config_update
+from app.runs.delta import Delta, config_update, rewound
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
 from app.runs.events import (
     LEASE_LOST_ERROR,
@@ -167,10 +167,12 @@ class RunService:
         expected_version: int | None,
         on_disconnect: OnDisconnect,
     ) -> tuple[ConversationRecord, MessageList, ConversationConfig, tuple[str, str], RunEvent]:
-        """The start's one write transaction: the delta, the lease, the run and its first
-        event, and the messages read under the lock. A refusal rolls them all back."""
+        """The start's one write transaction: the delta (its rewind first), the lease, the run
+        and its first event, and the messages read under the lock. A refusal rolls them all
+        back."""
         services = self.services
         async with services.repository(self.owner) as repo:
+            expected_version = await rewound(repo, conversation_id, delta, expected_version)
             record, messages = await repo.begin_run(
                 conversation_id,
                 run_id,
@@ -383,6 +385,7 @@ class RunService:
                     text,
                     config.preferred_provider,
                     config.preferred_model,
+                    self.key.id if self.key is not None else None,
                 )
             )
 

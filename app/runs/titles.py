@@ -18,17 +18,30 @@ from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 
-from app.domain import AgentMessage, Message, ModelAdapter, RequestOptions, Role, TextMessage
+from app.domain import (
+    AgentMessage,
+    Message,
+    ModelAdapter,
+    RequestOptions,
+    Role,
+    TextMessage,
+    Usage,
+)
 from app.domain.selection import ModelSelectionStrategy
 from app.observability import metrics
 from app.settings import Settings
-from app.storage import ConversationRepository, RunRepository
+from app.spend import Charge, Payer, PriceTable
+from app.spend.ledger import charge
+from app.storage import ConversationRepository, RunRepository, utcnow
 from app.webhooks import enqueue
 
 log = logging.getLogger(__name__)
 
 TITLE_WORDS = 6
 TITLE_CHARS = 80
+TITLE_CALL = 0
+"""The title's model call in the usage ledger: call 0 of the run it followed (a run's own calls
+are numbered from 1), so it is charged once, to the run's key, beside the run's calls."""
 INSTRUCTION = (
     "Write a title for the conversation that begins with the next message: at most six "
     "words, in the message's language, without quotes or a final period. Answer with the "
@@ -48,6 +61,18 @@ class TitleRequest:
     first_user_text: str
     provider: str | None
     model: str | None
+    key_id: str | None = None
+    """The database key that started the run: the title's call is charged to it too."""
+
+
+@dataclass(frozen=True)
+class TitleCall:
+    """The title's model call: its answer and what it used, where."""
+
+    text: str
+    provider: str
+    model: str
+    usage: Usage
 
 
 def title_from(text: str) -> str:
@@ -72,14 +97,20 @@ def first_user_text(messages: Iterable[Message]) -> str | None:
 async def store_title(
     repo: ConversationRepository,
     request: TitleRequest,
-    title: str,
-    usage: dict[str, int],
+    call: TitleCall,
+    prices: PriceTable,
 ) -> bool:
-    """Store ``title`` unless the conversation has one by now, count the call's tokens in the
-    run's usage, and tell the owner's webhooks (``conversation.titled``), in the repository's
-    transaction; whether the title was stored."""
+    """Store the call's title unless the conversation has one by now, count its tokens in the
+    run's usage and charge it to the usage ledger (the run's key, conversation and budget), and
+    tell the owner's webhooks (``conversation.titled``), in the repository's transaction;
+    whether the title was stored."""
+    title = title_from(call.text)
     stored = await repo.title_if_untitled(request.conversation_id, title)
+    usage = {k: v for k, v in call.usage.as_dict().items() if v}
     await RunRepository(repo.session).add_usage(request.run_id, usage)
+    payer = Payer(request.run_id, request.conversation_id, request.owner, request.key_id)
+    made = Charge(TITLE_CALL, call.provider, call.model, call.usage, utcnow())
+    await charge(repo.session, payer, [made], prices)
     if stored:
         ids = {"conversation_id": request.conversation_id, "run_id": request.run_id}
         await enqueue(repo.session, request.owner, "conversation.titled", ids)
@@ -90,9 +121,14 @@ class Titler:
     """This process's title tasks: started after replies, cancelled when it stops."""
 
     def __init__(
-        self, settings: Settings, selector: ModelSelectionStrategy, repository: RepositoryFactory
+        self,
+        settings: Settings,
+        selector: ModelSelectionStrategy,
+        repository: RepositoryFactory,
+        prices: PriceTable,
     ) -> None:
         self._settings = settings
+        self._prices = prices
         self._selector = selector
         self._repository = repository
         self._tasks: set[asyncio.Task[None]] = set()
@@ -119,11 +155,11 @@ class Titler:
     async def _title(self, request: TitleRequest) -> None:
         try:
             async with asyncio.timeout(self._settings.title_timeout_seconds):
-                title, usage = await self._ask(request)
-            if not title:
+                call = await self._ask(request)
+            if not title_from(call.text):
                 raise ValueError("the model answered no title")
             async with self._repository(None) as repo:
-                stored = await store_title(repo, request, title, usage)
+                stored = await store_title(repo, request, call, self._prices)
             metrics.title_made("stored" if stored else "taken")
         except Exception as exc:  # never the run's failure: logged and counted
             log.warning(
@@ -134,13 +170,12 @@ class Titler:
             )
             metrics.title_made("failed")
 
-    async def _ask(self, request: TitleRequest) -> tuple[str, dict[str, int]]:
+    async def _ask(self, request: TitleRequest) -> TitleCall:
         adapter, model = self._model(request)
         messages = [AgentMessage(INSTRUCTION), TextMessage(request.first_user_text, role=Role.USER)]
         options = RequestOptions(model=model, max_output_tokens=32)
         response = await adapter.send_message(messages, [], options)
-        counts = {k: v for k, v in response.usage.as_dict().items() if v}
-        return title_from(response.text), counts
+        return TitleCall(response.text, adapter.name, model, response.usage)
 
     def _model(self, request: TitleRequest) -> tuple[ModelAdapter, str]:
         provider = self._settings.title_provider or request.provider

@@ -48,7 +48,8 @@ class KeyWindowRow(Base):
 
 
 class UsageLedgerRow(Base):
-    """One model call's usage and cost; ``call`` numbers the calls of a run from 1.
+    """One model call's usage and cost; ``call`` numbers the calls of a run from 1 (0: the
+    automatic title made after it).
 
     No foreign keys: the ledger outlives deleted conversations (it is the account)."""
 

@@ -183,6 +183,9 @@ class Deliverer:
             error = f"no answer within {settings.webhook_timeout_seconds:g} s"
         except httpx.HTTPError as exc:
             error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        except Exception as exc:  # a failed attempt, never the round's (its batch's) failure
+            log.exception("webhooks: delivery %s: the attempt failed", claimed.id)
+            error = f"{type(exc).__name__}: {exc}"
         return Attempt(False, status, error[:MAX_ERROR_CHARS], self.next_attempt(claimed))
 
     async def post(self, claimed: Claimed, address: str | None) -> int:

@@ -1,9 +1,11 @@
 """The SSRF guard: a webhook URL must be http(s) and its host must resolve only to public
 addresses, unless ``PARLEY_WEBHOOK_ALLOW_PRIVATE`` says otherwise.
 
-Imports the standard library only. Checked when an endpoint is registered or changed, and again
-before each delivery attempt (the name's addresses may have changed since). A name that
-resolves between the check and the connection (DNS rebinding within seconds) is not covered.
+Imports the standard library and httpx (the client that sends: a URL it cannot parse is
+refused here, not found out by the deliverer). Checked when an endpoint is registered or
+changed, and again before each delivery attempt (the name's addresses may have changed
+since). A name that resolves between the check and the connection (DNS rebinding within
+seconds) is not covered.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import asyncio
 import ipaddress
 import socket
 from urllib.parse import urlsplit
+
+import httpx
 
 MAX_URL_CHARS = 2048
 RESOLVE_SECONDS = 5.0
@@ -38,7 +42,8 @@ def parse(url: str) -> tuple[str, int]:
         raise UrlRefused("the URL may not carry credentials")
     try:
         parts.hostname.encode("idna")
-    except UnicodeError:
+        _ = httpx.URL(url).host  # what delivers it: stricter IDNA (``xn--`` with nothing after)
+    except (UnicodeError, httpx.InvalidURL):
         raise UrlRefused(f"{parts.hostname!r} is not a host name") from None
     return parts.hostname, port or (443 if parts.scheme == "https" else 80)
 

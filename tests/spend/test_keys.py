@@ -55,6 +55,26 @@ async def test_a_key_is_shown_once_and_sees_only_its_own(client: httpx.AsyncClie
     assert (await client.get("/conversations", headers=bearer(other))).json()["items"] == []
 
 
+async def test_an_expiry_that_has_no_time_in_utc_is_a_422(client: httpx.AsyncClient) -> None:
+    """A time that exists with its offset but not in UTC was a 500 (OverflowError)."""
+    made = await make_key(client)
+    for bad in ("0001-01-01T00:00:00+14:00", "9999-12-31T23:59:59-14:00"):
+        body = {"name": "x", "expires_at": bad}
+        refused = await client.post("/admin/keys", json=body, headers=ADMIN_HEADERS)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["errors"][0]["loc"] == ["body", "expires_at"]
+        patched = await client.patch(
+            f"/admin/keys/{made['id']}", json={"expires_at": bad}, headers=ADMIN_HEADERS
+        )
+        assert patched.status_code == 422, patched.text
+    far = await client.post(
+        "/admin/keys",
+        json={"name": "x", "expires_at": "9999-12-31T10:00:00+02:00"},
+        headers=ADMIN_HEADERS,
+    )
+    assert far.status_code == 201 and far.json()["expires_at"].startswith("9999-12-31T08:00:00")
+
+
 async def test_a_revoked_or_expired_key_is_refused(client: httpx.AsyncClient) -> None:
     made = await make_key(client)
     token = made["token"]

@@ -17,7 +17,7 @@ from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable
 from app.spend.ledger import charge, conversation_totals, usage_report
 from app.storage import Database
-from tests.api.conftest import app_client
+from tests.api.conftest import app_client, wait_for
 from tests.api.sse import Event, parse
 from tests.spend.conftest import ADMIN_HEADERS, bearer, make_key
 
@@ -103,7 +103,15 @@ async def test_usage_by_key_model_and_day_admin_sees_all_a_key_its_own(
         "/usage", params={"from": later, "to": "2020-01-01T00:00:00Z"}, headers=ADMIN_HEADERS
     )
     assert backwards.status_code == 200 and backwards.json()["items"] == []
-    for bad in ("2020-01-01T00:00:00", "0.5", "1700000000", "2020-13-01T00:00:00Z"):
+    # The last two exist with their offset but not in UTC (were a 500: OverflowError).
+    for bad in (
+        "2020-01-01T00:00:00",
+        "0.5",
+        "1700000000",
+        "2020-13-01T00:00:00Z",
+        "0001-01-01T00:00:00+14:00",
+        "9999-12-31T23:59:59-14:00",
+    ):
         refused = await client.get("/usage", params={"from": bad}, headers=ADMIN_HEADERS)
         assert refused.status_code == 422, bad
         assert refused.json()["errors"][0]["loc"] == ["query", "from"]
@@ -162,3 +170,24 @@ async def test_an_aborted_run_is_charged_for_no_call_it_did_not_finish(
         both = first + second
         assert totals["calls"] == sum(e.name == "message_stop" for e in both) == 1
         assert {k: totals[k] for k in KINDS} == stop_usage(both)
+
+
+async def test_an_automatic_title_is_charged_to_the_runs_key_once(settings: Settings) -> None:
+    """The title's model call (PARLEY_AUTO_TITLE) is in the ledger: the conversation's totals,
+    the key's `/usage` and so its budget count it, once, beside the run's own call."""
+    async with app_client(settings.model_copy(update={"auto_title": True})) as client:
+        made = await make_key(client)
+        token = made["token"]
+        cid, events = await converse(client, token, "why is the sky so very blue")
+
+        async def titled() -> Any:
+            state = await client.get(f"/conversations/{cid}", headers=bearer(token))
+            return state.json()["usage"]["calls"] == 2 or None
+
+        assert await wait_for(titled)
+        totals = (await client.get(f"/conversations/{cid}", headers=bearer(token))).json()
+        assert totals["title"] and totals["usage"]["calls"] == 2
+        run_output = stop_usage(events)["output_tokens"]
+        assert totals["usage"]["output_tokens"] > run_output  # the title's words too
+        by_key = (await client.get("/usage?group_by=key", headers=ADMIN_HEADERS)).json()
+        assert only(by_key)["group"] == made["id"] and only(by_key)["calls"] == 2

@@ -98,3 +98,23 @@ async def test_a_run_crossing_its_budget_stops_before_its_next_round(
     assert call["type"] == "ToolCallMessage" and json.loads(json.dumps(call))["result"] == 3
     state = (await client.get(f"/conversations/{cid}", headers=bearer(token))).json()
     assert state["status"] == "idle" and state["usage"]["calls"] == 1
+
+
+async def test_a_regenerate_refused_by_the_budget_keeps_the_reply(
+    client: httpx.AsyncClient,
+) -> None:
+    """The AI SDK's regenerate rewinds the last reply away and runs again: refused (429), the
+    reply was gone all the same; the rewind is now part of the start's transaction."""
+    token = (await make_key(client, output_tokens_per_day=3))["token"]
+    cid = (await client.post("/conversations", json={}, headers=bearer(token))).json()["id"]
+    parts = [{"type": "text", "text": "one two three"}]
+    chat = {"id": cid, "messages": [{"id": "m1", "role": "user", "parts": parts}]}
+    sent = await client.post("/ai-sdk/chat", json=chat, headers=bearer(token))
+    assert sent.status_code == 200, sent.text
+    url = f"/conversations/{cid}/messages"
+    before = (await client.get(url, headers=bearer(token))).json()["messages"]
+    assert len(before) == 2
+    for trigger in ({"trigger": "regenerate-message"}, {"messageId": f"{cid}-0"}):
+        again = await client.post("/ai-sdk/chat", json={**chat, **trigger}, headers=bearer(token))
+        assert_refused(again, "budget_exceeded")
+        assert (await client.get(url, headers=bearer(token))).json()["messages"] == before

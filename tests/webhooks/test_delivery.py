@@ -397,3 +397,43 @@ async def test_a_replay_while_the_first_attempt_is_in_flight_is_not_overwritten(
 
 async def _in_flight(receiver: Receiver) -> bool:
     return bool(receiver.in_flight)
+
+
+async def test_a_url_the_client_cannot_send_to_is_refused_and_never_stops_the_others(
+    client: httpx.AsyncClient, settings: Any
+) -> None:
+    """`http://xn--/` passed the guard but made httpx raise (an IDNA error) inside the
+    deliverer's round: the whole batch failed, its other deliveries unrecorded, every round."""
+    from sqlalchemy import update
+
+    from app.storage.webhook_tables import WebhookEndpointRow
+
+    for bad in ("http://xn--/", "http://xn--a.com/", "http://ab\u200b.com/"):
+        body = {"url": bad, "events": ["run.completed"]}
+        refused = await client.post("/webhooks", json=body)
+        assert refused.status_code == 422, refused.text
+        assert refused.json()["code"] == "webhook_url_refused"
+    with Receiver() as receiver:
+        await register(client, receiver.url, ["run.completed"])
+        stale = await register(client, receiver.url, ["run.completed"])
+        # An endpoint stored before the guard refused such URLs.
+        database = Database(settings.database_url)
+        try:
+            async with database.transaction() as session:
+                table = WebhookEndpointRow.__table__
+                await session.execute(
+                    update(table).where(table.c.id == stale["id"]).values(url="http://xn--/")
+                )
+        finally:
+            await database.dispose()
+        await run_once(client, await new_conversation(client), "hello")
+        assert await wait_for(lambda: _count(receiver, 1), within=5)
+        path = f"/webhooks/{stale['id']}/deliveries"
+
+        async def attempted() -> Any:
+            items = (await client.get(path)).json()["items"]
+            return items if items and items[0]["attempts"] >= 1 else None
+
+        (delivery,) = await wait_for(attempted, within=5)
+        assert delivery["status"] == "pending"
+        assert delivery["last_error"].startswith("refused: 'xn--' is not a host name")

@@ -13,6 +13,7 @@ May import FastAPI, schemas, deps, the ai_sdk package and the runs layer.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
@@ -56,11 +57,12 @@ async def chat(
     stored = list(await conversations.messages(body.id))
     pending = view.record.pending_tool_call_ids
     wanted = ask(body, stored, pending, caller.services.settings)
-    version = None  # a plain send runs on whatever the conversation holds by then
-    if wanted.keep is not None:  # a rewind and its run: on the conversation as it was read
-        rewound = await caller.history().rewind(body.id, wanted.keep, view.record.version)
-        version = rewound.record.version
-    run = await caller.runs().start(body.id, wanted.delta, version, on_disconnect)
+    # A plain send runs on whatever the conversation holds by then; a rewind and its run on
+    # the conversation as it was read, in the start's transaction (a refused start drops none).
+    delta, version = wanted.delta, None
+    if wanted.keep is not None:
+        delta, version = replace(delta, keep=wanted.keep), view.record.version
+    run = await caller.runs().start(body.id, delta, version, on_disconnect)
     services = caller.services
     respond = chat_streamer(caller, body.id)
     events = follow_live(services, run, 0)

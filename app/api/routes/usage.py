@@ -17,7 +17,7 @@ from pydantic import AwareDatetime, TypeAdapter, ValidationError
 from app.api.deps import bearer, bearer_token, get_services
 from app.api.problems import validation_problem
 from app.api.routes.admin import is_admin
-from app.api.schemas.usage import GroupBy, UsageReport
+from app.api.schemas.usage import GroupBy, UsageReport, in_utc
 from app.spend.ledger import usage_report
 
 router = APIRouter(tags=["usage"])
@@ -35,7 +35,7 @@ def _time(name: str, value: str | None) -> datetime | None:
     try:
         if not _RFC3339.match(value):
             raise ValueError("not an RFC 3339 date-time")
-        return _TIME.validate_strings(value, strict=True)
+        return in_utc(_TIME.validate_strings(value, strict=True))
     except (ValueError, ValidationError) as exc:
         msg = "a date-time with a UTC offset, such as 2026-11-01T00:00:00Z"
         errors = [{"loc": ["query", name], "msg": msg, "type": "value_error", "input": value}]

@@ -6,14 +6,27 @@ May import pydantic and the other schema modules.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
 from app.api.schemas.base import SERVED
 
 GroupBy = Literal["key", "conversation", "model", "day"]
+
+
+def in_utc(value: datetime) -> datetime:
+    """``value`` in UTC, as stored; a ValueError (a 422) when UTC has no such time
+    (``0001-01-01T00:00:00+14:00``, ``9999-12-31T23:59:59-14:00``)."""
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError("the time is out of range in UTC") from None
+
+
+UtcDatetime = Annotated[AwareDatetime, AfterValidator(in_utc)]
+"""A time with a UTC offset that exists in UTC (the database's timestamps)."""
 
 
 class UsageTotals(BaseModel):
@@ -71,7 +84,7 @@ class KeyCreate(KeyLimitsIn):
     )
 
     name: str = Field(min_length=1, max_length=255)
-    expires_at: AwareDatetime | None = None
+    expires_at: UtcDatetime | None = None
 
 
 class KeyPatch(KeyLimitsIn):
@@ -82,7 +95,7 @@ class KeyPatch(KeyLimitsIn):
     )
 
     name: str | None = Field(None, min_length=1, max_length=255)
-    expires_at: AwareDatetime | None = None
+    expires_at: UtcDatetime | None = None
 
 
 class KeyOut(BaseModel):
