@@ -23,18 +23,13 @@ from dataclasses import dataclass, field
 
 from app.domain import (
     AgentMessage,
-    ContextWindowError,
     ConversationConfig,
     ConversationConfigurationError,
     LLMConversation,
     MessageAppended,
     MessageList,
     MessageStop,
-    ProviderError,
     ReasoningDone,
-    Role,
-    TextMessage,
-    ToolRoundLimitError,
     Usage,
 )
 from app.runs.delta import Delta, config_update, rewound
@@ -56,12 +51,19 @@ from app.runs.files import OwnerFiles
 from app.runs.live import LiveRun
 from app.runs.log_codec import merged_rows
 from app.runs.observe import RunObserver
+from app.runs.outcome import (
+    STOPPED_STATUS,
+    complete_last_reply,
+    expected,
+    lost,
+    natural_status,
+)
 from app.runs.payloads import ErrorEventData, EventData
 from app.runs.recovery import recovering
 from app.runs.services import Services
 from app.runs.titles import TitleRequest, first_user_text
 from app.runs.writer import Commit, Ending
-from app.spend import BudgetExceeded, Charge, KeyRecord, Payer
+from app.spend import Charge, KeyRecord, Payer
 from app.spend.limits import admit_run, check_run_budget
 from app.storage import (
     ConversationNotFound,
@@ -74,12 +76,6 @@ from app.storage import (
 )
 
 log = logging.getLogger(__name__)
-
-_STOPPED_STATUS: dict[str, FinalStatus] = {
-    "cancel": "aborted",
-    "disconnect": "aborted",
-    "lease_lost": "aborted",
-}
 
 
 @dataclass
@@ -227,12 +223,12 @@ class RunService:
                 task.uncancel()  # stopped on purpose (run.stop): the task goes on to finish
             status, error = self._stopped(run, conversation, progress)
         except Exception as exc:
-            error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
-            if _expected(exc):  # the provider layer logged upstream failures, without their text
+            error = LEASE_LOST_ERROR if lost(exc) else error_for(exc)
+            if expected(exc):  # the provider layer logged upstream failures, without their text
                 log.info("run %s failed: %s", run.run_id, error.code)
-            elif not _lost(exc):
+            elif not lost(exc):
                 log.exception("run %s failed unexpectedly", run.run_id)
-            status = "aborted" if _lost(exc) else "failed"
+            status = "aborted" if lost(exc) else "failed"
         run.finishing = True
         try:
             await asyncio.shield(self._finish(run, conversation, progress, status, error))
@@ -245,16 +241,16 @@ class RunService:
     ) -> tuple[FinalStatus, ErrorEventData | None]:
         """The status of a run whose task was stopped (``run.stop_reason`` says why)."""
         if progress.reply_complete:  # stopped after the model's last word: it did complete
-            return _natural_status(conversation), None
-        if progress.model_finished and _complete_last_reply(conversation):
-            return _natural_status(conversation), None
+            return natural_status(conversation), None
+        if progress.model_finished and complete_last_reply(conversation):
+            return natural_status(conversation), None
         if run.stop_reason == "storage_failed":
             return "failed", error_for(RuntimeError("the run's events could not be stored"))
         if run.stop_reason == "shutdown":
             return "interrupted", SHUTTING_DOWN_ERROR
         if run.stop_reason == "lease_lost":
             return "aborted", error_for(LeaseLost(run.conversation_id, run.run_id))
-        return _STOPPED_STATUS.get(run.stop_reason or "", "aborted"), None
+        return STOPPED_STATUS.get(run.stop_reason or "", "aborted"), None
 
     async def _drive(
         self,
@@ -295,7 +291,7 @@ class RunService:
                 out = run.next_chunk(event)
                 run.publish([out])
                 writer.add(run, out)
-        return _natural_status(conversation)
+        return natural_status(conversation)
 
     async def _within_budget(self, progress: _Progress) -> None:
         """Before the next model call: ``BudgetExceeded`` if the key's budget is spent (the
@@ -412,40 +408,13 @@ class RunService:
         or the database failed): tell this
         process's readers; the lease, if still ours, expires and the run is recovered, its
         ending numbered past these (``RECOVERY_GAP``)."""
-        if not _lost(exc):
+        if not lost(exc):
             log.error("run %s: no ending could be stored: %s", run.run_id, driver_said(exc))
-        error = LEASE_LOST_ERROR if _lost(exc) else error_for(exc)
-        status: FinalStatus = "aborted" if _lost(exc) else "failed"
+        error = LEASE_LOST_ERROR if lost(exc) else error_for(exc)
+        status: FinalStatus = "aborted" if lost(exc) else "failed"
         run.publish(run.next_events([error, done(status, run.persisted, run.version)]))
 
 
 def _ending(progress: _Progress, status: FinalStatus, code: str | None) -> Ending:
     """The run's ending: its status, usage, and its model calls for the ledger."""
     return Ending(status, code, dict(progress.usage), progress.payer, tuple(progress.charges))
-
-
-def _complete_last_reply(conversation: LLMConversation) -> bool:
-    """A run stopped between the model's final stop and storing its reply keeps the text as
-    incomplete; it is whole: mark it so. False when there is no such reply."""
-    messages = conversation.messages
-    last = messages[-1] if len(messages) else None
-    if not (isinstance(last, TextMessage) and last.role is Role.ASSISTANT and last.incomplete):
-        return False
-    messages.replace(len(messages) - 1, dataclasses.replace(last, incomplete=False))
-    return True
-
-
-def _lost(exc: Exception) -> bool:
-    """The run no longer holds its conversation: another process took it, or ended the run
-    (its process stood still past the lease) and the conversation was deleted since."""
-    return isinstance(exc, LeaseLost | ConversationNotFound)
-
-
-def _natural_status(conversation: LLMConversation) -> FinalStatus:
-    return "requires_action" if conversation.messages.pending_tool_calls() else "completed"
-
-
-def _expected(exc: Exception) -> bool:
-    """Failures that are the provider's or the conversation's, not a bug of ours."""
-    expected = ProviderError, ToolRoundLimitError, ContextWindowError, BudgetExceeded
-    return isinstance(exc, (*expected, ConversationConfigurationError))
