@@ -20,7 +20,7 @@ from typing import Any
 from app.api import convert
 from app.api.deps import Caller
 from app.api.schemas import AttachmentIn, DeltaBundle, ToolMessageIn, UserMessageIn
-from app.domain import Attachment, Message, TextMessage
+from app.domain import Attachment, Message, TextMessage, ToolResult
 from app.runs.delta import Delta
 from app.runs.errors import InvalidInput
 from app.runs.files import attachment_of
@@ -79,11 +79,53 @@ async def _stored(wanted: Sequence[_Wanted], files: FileStore, owner: str) -> li
             continue
         assert w.data is not None
         try:
-            record = await files.put(owner, w.data, w.name, w.media_type, purpose="attachment")
+            record = await files.put(
+                owner, w.data, w.name, w.media_type, purpose="attachment", from_message=True
+            )
         except (FileRefused, FileTooLarge, FileEmpty) as exc:
             raise InvalidInput(w.loc, str(exc)) from None
         out.append(attachment_of(record))
     return out
+
+
+def _wanted(items: Sequence[object]) -> list[tuple[bool, int, list[_Wanted]]]:
+    """Each item with attachments: (a tool result?, its position among the request's
+    messages or among its tool results, its attachments decoded)."""
+    wanted: list[tuple[bool, int, list[_Wanted]]] = []
+    positions = [0, 0]  # messages, tool results
+    for i, item in enumerate(items):
+        tool = isinstance(item, ToolMessageIn)
+        if isinstance(item, UserMessageIn | ToolMessageIn) and item.attachments:
+            loc: Loc = ("body", "messages", i, "attachments")
+            decoded = [_decoded(a, (*loc, j)) for j, a in enumerate(item.attachments)]
+            wanted.append((tool, positions[tool], decoded))
+        positions[tool] += 1
+    return wanted
+
+
+async def attached(
+    messages: Sequence[Message],
+    results: Sequence[ToolResult],
+    items: Sequence[object],
+    files: FileStore,
+    owner: str,
+) -> tuple[list[Message], list[ToolResult]]:
+    """``messages`` and ``results`` (made, in order, from the request's ``items``) with the
+    attachments of its user messages and tool results: resolved and stored as references."""
+    wanted = _wanted(items)
+    out, done = list(messages), list(results)
+    if not wanted:
+        return out, done
+    stored = iter(await _stored([w for _, _, ws in wanted for w in ws], files, owner))
+    for tool, position, ws in wanted:
+        attachments = tuple(next(stored) for _ in ws)
+        if tool:
+            done[position] = replace(done[position], attachments=attachments)
+            continue
+        message = out[position]
+        assert isinstance(message, TextMessage)
+        out[position] = replace(message, attachments=attachments)
+    return out, done
 
 
 async def with_attachments(
@@ -94,36 +136,17 @@ async def with_attachments(
 ) -> list[Message]:
     """``messages`` (made, in order, from the request's non-tool ``items``) with the user
     messages' attachments: resolved and stored as references."""
-    wanted: list[tuple[int, list[_Wanted]]] = []
-    position = 0
-    for i, item in enumerate(items):
-        if isinstance(item, ToolMessageIn):
-            continue
-        if isinstance(item, UserMessageIn) and item.attachments:
-            loc: Loc = ("body", "messages", i, "attachments")
-            decoded = [_decoded(a, (*loc, j)) for j, a in enumerate(item.attachments)]
-            wanted.append((position, decoded))
-        position += 1
-    if not wanted:
-        return list(messages)
-    flat = [w for _, ws in wanted for w in ws]
-    stored = iter(await _stored(flat, files, owner))
-    out = list(messages)
-    for position, ws in wanted:
-        message = out[position]
-        assert isinstance(message, TextMessage)
-        out[position] = replace(message, attachments=tuple(next(stored) for _ in ws))
-    return out
+    return (await attached(messages, (), items, files, owner))[0]
 
 
 async def delta(bundle: DeltaBundle, caller: Caller) -> Delta:
     """The domain delta of a bundle (``convert.delta``), its attachments resolved and stored."""
     services = caller.services
     converted = convert.delta(bundle, services.settings)
-    messages = await with_attachments(
-        converted.messages, bundle.messages, services.files, caller.owner
+    messages, results = await attached(
+        converted.messages, converted.tool_results, bundle.messages, services.files, caller.owner
     )
-    return replace(converted, messages=messages)
+    return replace(converted, messages=messages, tool_results=results)
 
 
 async def checked_document(
