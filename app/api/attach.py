@@ -35,6 +35,7 @@ from app.storage.files import (
 
 Loc = tuple[str | int, ...]
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
+_CONTENT_URL = re.compile(r"(?:^|/)files/([0-9A-Za-z-]{1,64})/content$")
 UNKNOWN = "no such file: unknown, deleted, or another key's"
 
 
@@ -52,14 +53,39 @@ class _Wanted:
 def _decoded(item: AttachmentIn, loc: Loc) -> _Wanted:
     if item.file_id is not None:
         return _Wanted((*loc, "file_id"), file_id=item.file_id)
-    match = _DATA_URL.match(item.data or "")
+    return _inline(item.data or "", item.name, (*loc, "data"))
+
+
+def _inline(url: str, name: str | None, loc: Loc) -> _Wanted:
+    """A ``data:`` URL's bytes and media type, to be stored as a file."""
+    match = _DATA_URL.match(url)
     try:
         if match is None:
             raise ValueError
         data = base64.b64decode(re.sub(r"\s+", "", match.group(2)), validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidInput((*loc, "data"), "must be a data: URL with base64 content") from None
-    return _Wanted((*loc, "data"), data=data, media_type=match.group(1), name=item.name)
+        raise InvalidInput(loc, "must be a data: URL with base64 content") from None
+    return _Wanted(loc, data=data, media_type=match.group(1), name=name)
+
+
+def _from_url(url: str, name: str | None, loc: Loc) -> _Wanted:
+    """A URL a client gives for a file: a ``data:`` URL (stored on arrival), or the content
+    route of one of the caller's files (as ``GET …/messages?format=ai-sdk`` shows them)."""
+    if url.startswith("data:"):
+        return _inline(url, name, loc)
+    ours = _CONTENT_URL.search(url)
+    if ours is None:
+        raise InvalidInput(loc, "must be a data: URL, or a file's /files/{id}/content URL")
+    return _Wanted(loc, file_id=ours.group(1))
+
+
+async def url_attachments(
+    urls: Sequence[tuple[Loc, str, str | None]], files: FileStore, owner: str
+) -> list[Attachment]:
+    """The references of files given by URL (``(where, url, name)``, in order): all checked
+    before any is stored, as a delta's attachments."""
+    wanted = [_from_url(url, name, loc) for loc, url, name in urls]
+    return await _stored(wanted, files, owner)
 
 
 async def _stored(wanted: Sequence[_Wanted], files: FileStore, owner: str) -> list[Attachment]:

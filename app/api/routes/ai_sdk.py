@@ -13,15 +13,18 @@ May import FastAPI, schemas, deps, the ai_sdk package and the runs layer.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
 from sse_starlette import EventSourceResponse
 
-from app.api.ai_sdk.request import ChatRequest, ask
+from app.api import attach
+from app.api.ai_sdk.request import ChatAsk, ChatRequest, ask
 from app.api.ai_sdk.response import AI_SDK_RESPONSES, chat_streamer
 from app.api.bodies import ParsedBodyRoute
-from app.api.deps import CallerDep
+from app.api.deps import Caller, CallerDep
+from app.domain import TextMessage
 from app.runs.events import OnDisconnect
 from app.runs.follow import follow_live
 
@@ -55,7 +58,7 @@ async def chat(
     view = await conversations.get(body.id)
     stored = list(await conversations.messages(body.id))
     pending = view.record.pending_tool_call_ids
-    wanted = ask(body, stored, pending, caller.services.settings)
+    wanted = await _with_files(ask(body, stored, pending, caller.services.settings), caller)
     version = None  # a plain send runs on whatever the conversation holds by then
     if wanted.keep is not None:  # a rewind and its run: on the conversation as it was read
         rewound = await caller.history().rewind(body.id, wanted.keep, view.record.version)
@@ -65,6 +68,17 @@ async def chat(
     respond = chat_streamer(caller, body.id)
     events = follow_live(services, run, 0)
     return respond(run.run_id, events, lambda: services.manager.detached(run))
+
+
+async def _with_files(wanted: ChatAsk, caller: Caller) -> ChatAsk:
+    """The ask with its user message's file parts stored (or resolved) as attachments."""
+    if not wanted.files:
+        return wanted
+    files = await attach.url_attachments(wanted.files, caller.services.files, caller.owner)
+    (message,) = wanted.delta.messages
+    assert isinstance(message, TextMessage)
+    with_files = replace(message, attachments=tuple(files))
+    return replace(wanted, delta=replace(wanted.delta, messages=[with_files]))
 
 
 @router.get(
