@@ -119,3 +119,13 @@ async def test_use_chat_sends_a_file_and_shows_the_image_the_model_draws(
     ids = [m["attachments"][0]["file_id"] for m in stored["messages"] if m.get("attachments")]
     assert [user_file["url"], drawn["url"]] == [f"/parley/files/{i}/content" for i in ids]
     assert user_file["filename"] == "cat.png"
+
+
+async def test_a_file_alone_is_a_message(client: httpx.AsyncClient) -> None:
+    conv_id = await create(client)
+    body = {"id": conv_id, "messages": [{"id": "u1", "role": "user", "parts": [picked()]}]}
+    sent = chunks(await chat(client, body))
+    text = "".join(c["delta"] for c in sent if c["type"] == "text-delta")
+    assert text.startswith("[image: cat.png, image/png, 40×30]")
+    user = (await ui_messages(client, conv_id))[0]
+    assert [p["type"] for p in user["parts"]] == ["file"]  # as useChat holds it

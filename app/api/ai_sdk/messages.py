@@ -73,7 +73,8 @@ def ui_messages(
             role = "system" if message.role is Role.SYSTEM else "user"
             text = message.text if isinstance(message, TextMessage | AgentMessage) else ""
             parts = _files(message, file_url)
-            parts.append({"type": "text", "text": text, "state": "done"})
+            if text or not parts:  # files alone (as useChat sends them): no empty text part
+                parts.append({"type": "text", "text": text, "state": "done"})
             out.append({"id": message_id(conversation_id, index), "role": role, "parts": parts})
             continue
         if not out or out[-1]["role"] != "assistant":

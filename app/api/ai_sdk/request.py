@@ -41,7 +41,8 @@ FilePart = tuple[Loc, str, str | None]
 
 class UIMessageIn(BaseModel):
     """A message as `useChat` holds it (`UIMessage`): only the parts Parley reads are
-    checked (`text`; tool parts with `toolCallId`, `state`, `output` or `errorText`)."""
+    checked (`text`; `file` with `url`, a `data:` URL or a file's content URL, and
+    `filename`; tool parts with `toolCallId`, `state`, `output` or `errorText`)."""
 
     model_config = ConfigDict(extra="allow")
 

@@ -51,9 +51,10 @@ async def chat(
         ),
     ] = "cancel",
 ) -> Response:
-    """The AI SDK's chat request: the last user message (or the tool results added with
-    `addToolResult`) is applied and the model runs; `regenerate-message` rewinds the last
-    reply first. The reply streams in the UI message stream protocol."""
+    """The AI SDK's chat request: the last user message (its `file` parts stored as its
+    attachments) or the tool results added with `addToolResult` are applied and the model
+    runs; `regenerate-message` rewinds the last reply first. The reply streams in the UI
+    message stream protocol."""
     conversations = caller.conversations()
     view = await conversations.get(body.id)
     stored = list(await conversations.messages(body.id))

@@ -123,7 +123,8 @@ async def get_messages(
         Literal["parley", "openai", "anthropic", "ai-sdk"],
         Query(
             description="`parley` (the serialized format), `openai`, `anthropic` or `ai-sdk` "
-            "(the AI SDK's `UIMessage[]`, with stable ids: `useChat`'s initial messages)."
+            "(the AI SDK's `UIMessage[]`, with stable ids: `useChat`'s initial messages; "
+            "attachments as `file` parts whose `url` is the file's content route)."
         ),
     ] = "parley",
     after: Annotated[
