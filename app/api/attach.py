@@ -20,7 +20,7 @@ from typing import Any
 from app.api import convert
 from app.api.deps import Caller
 from app.api.schemas import AttachmentIn, DeltaBundle, ToolMessageIn, UserMessageIn
-from app.domain import Attachment, Message, TextMessage
+from app.domain import Attachment, Message, TextMessage, ToolResult
 from app.runs.delta import Delta
 from app.runs.errors import InvalidInput
 from app.runs.files import attachment_of
@@ -35,6 +35,7 @@ from app.storage.files import (
 
 Loc = tuple[str | int, ...]
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
+_CONTENT_URL = re.compile(r"(?:^|/)files/([0-9A-Za-z-]{1,64})/content$")
 UNKNOWN = "no such file: unknown, deleted, or another key's"
 
 
@@ -52,14 +53,39 @@ class _Wanted:
 def _decoded(item: AttachmentIn, loc: Loc) -> _Wanted:
     if item.file_id is not None:
         return _Wanted((*loc, "file_id"), file_id=item.file_id)
-    match = _DATA_URL.match(item.data or "")
+    return _inline(item.data or "", item.name, (*loc, "data"))
+
+
+def _inline(url: str, name: str | None, loc: Loc) -> _Wanted:
+    """A ``data:`` URL's bytes and media type, to be stored as a file."""
+    match = _DATA_URL.match(url)
     try:
         if match is None:
             raise ValueError
         data = base64.b64decode(re.sub(r"\s+", "", match.group(2)), validate=True)
     except (binascii.Error, ValueError):
-        raise InvalidInput((*loc, "data"), "must be a data: URL with base64 content") from None
-    return _Wanted((*loc, "data"), data=data, media_type=match.group(1), name=item.name)
+        raise InvalidInput(loc, "must be a data: URL with base64 content") from None
+    return _Wanted(loc, data=data, media_type=match.group(1), name=name)
+
+
+def _from_url(url: str, name: str | None, loc: Loc) -> _Wanted:
+    """A URL a client gives for a file: a ``data:`` URL (stored on arrival), or the content
+    route of one of the caller's files (as ``GET …/messages?format=ai-sdk`` shows them)."""
+    if url.startswith("data:"):
+        return _inline(url, name, loc)
+    ours = _CONTENT_URL.search(url)
+    if ours is None:
+        raise InvalidInput(loc, "must be a data: URL, or a file's /files/{id}/content URL")
+    return _Wanted(loc, file_id=ours.group(1))
+
+
+async def url_attachments(
+    urls: Sequence[tuple[Loc, str, str | None]], files: FileStore, owner: str
+) -> list[Attachment]:
+    """The references of files given by URL (``(where, url, name)``, in order): all checked
+    before any is stored, as a delta's attachments."""
+    wanted = [_from_url(url, name, loc) for loc, url, name in urls]
+    return await _stored(wanted, files, owner)
 
 
 async def _stored(wanted: Sequence[_Wanted], files: FileStore, owner: str) -> list[Attachment]:
@@ -79,11 +105,53 @@ async def _stored(wanted: Sequence[_Wanted], files: FileStore, owner: str) -> li
             continue
         assert w.data is not None
         try:
-            record = await files.put(owner, w.data, w.name, w.media_type, purpose="attachment")
+            record = await files.put(
+                owner, w.data, w.name, w.media_type, purpose="attachment", from_message=True
+            )
         except (FileRefused, FileTooLarge, FileEmpty) as exc:
             raise InvalidInput(w.loc, str(exc)) from None
         out.append(attachment_of(record))
     return out
+
+
+def _wanted(items: Sequence[object]) -> list[tuple[bool, int, list[_Wanted]]]:
+    """Each item with attachments: (a tool result?, its position among the request's
+    messages or among its tool results, its attachments decoded)."""
+    wanted: list[tuple[bool, int, list[_Wanted]]] = []
+    positions = [0, 0]  # messages, tool results
+    for i, item in enumerate(items):
+        tool = isinstance(item, ToolMessageIn)
+        if isinstance(item, UserMessageIn | ToolMessageIn) and item.attachments:
+            loc: Loc = ("body", "messages", i, "attachments")
+            decoded = [_decoded(a, (*loc, j)) for j, a in enumerate(item.attachments)]
+            wanted.append((tool, positions[tool], decoded))
+        positions[tool] += 1
+    return wanted
+
+
+async def attached(
+    messages: Sequence[Message],
+    results: Sequence[ToolResult],
+    items: Sequence[object],
+    files: FileStore,
+    owner: str,
+) -> tuple[list[Message], list[ToolResult]]:
+    """``messages`` and ``results`` (made, in order, from the request's ``items``) with the
+    attachments of its user messages and tool results: resolved and stored as references."""
+    wanted = _wanted(items)
+    out, done = list(messages), list(results)
+    if not wanted:
+        return out, done
+    stored = iter(await _stored([w for _, _, ws in wanted for w in ws], files, owner))
+    for tool, position, ws in wanted:
+        attachments = tuple(next(stored) for _ in ws)
+        if tool:
+            done[position] = replace(done[position], attachments=attachments)
+            continue
+        message = out[position]
+        assert isinstance(message, TextMessage)
+        out[position] = replace(message, attachments=attachments)
+    return out, done
 
 
 async def with_attachments(
@@ -94,36 +162,17 @@ async def with_attachments(
 ) -> list[Message]:
     """``messages`` (made, in order, from the request's non-tool ``items``) with the user
     messages' attachments: resolved and stored as references."""
-    wanted: list[tuple[int, list[_Wanted]]] = []
-    position = 0
-    for i, item in enumerate(items):
-        if isinstance(item, ToolMessageIn):
-            continue
-        if isinstance(item, UserMessageIn) and item.attachments:
-            loc: Loc = ("body", "messages", i, "attachments")
-            decoded = [_decoded(a, (*loc, j)) for j, a in enumerate(item.attachments)]
-            wanted.append((position, decoded))
-        position += 1
-    if not wanted:
-        return list(messages)
-    flat = [w for _, ws in wanted for w in ws]
-    stored = iter(await _stored(flat, files, owner))
-    out = list(messages)
-    for position, ws in wanted:
-        message = out[position]
-        assert isinstance(message, TextMessage)
-        out[position] = replace(message, attachments=tuple(next(stored) for _ in ws))
-    return out
+    return (await attached(messages, (), items, files, owner))[0]
 
 
 async def delta(bundle: DeltaBundle, caller: Caller) -> Delta:
     """The domain delta of a bundle (``convert.delta``), its attachments resolved and stored."""
     services = caller.services
     converted = convert.delta(bundle, services.settings)
-    messages = await with_attachments(
-        converted.messages, bundle.messages, services.files, caller.owner
+    messages, results = await attached(
+        converted.messages, converted.tool_results, bundle.messages, services.files, caller.owner
     )
-    return replace(converted, messages=messages)
+    return replace(converted, messages=messages, tool_results=results)
 
 
 async def checked_document(

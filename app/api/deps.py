@@ -65,6 +65,8 @@ class Caller:
     owner: str
     key: KeyRecord | None = None
     """The database key calling (app/spend: its limits), if it is one."""
+    root_path: str = ""
+    """The root path the request came under (``--root-path``): the paths Parley writes."""
 
     def conversations(self) -> ConversationService:
         return ConversationService(self.services, self.owner)
@@ -89,7 +91,7 @@ async def get_caller(
 ) -> Caller:
     services = await get_services(request)  # called, not declared: no dependency to solve
     grant = await services.keys.grant(bearer_token(authorization))
-    return Caller(services, grant.owner, grant.key)
+    return Caller(services, grant.owner, grant.key, request.scope.get("root_path", ""))
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]

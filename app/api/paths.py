@@ -22,5 +22,14 @@ def route_path(scope: Scope) -> str:
 
 def public_path(scope: Scope, path: str) -> str:
     """``path`` of the app (``/conversations/…``) as clients reach it: under the root path."""
-    root: str = scope.get("root_path", "")
-    return root.rstrip("/") + path
+    return under_root(scope.get("root_path", ""), path)
+
+
+def under_root(root_path: str, path: str) -> str:
+    """``path`` of the app under ``root_path`` (a request's, as ``Caller.root_path`` keeps it)."""
+    return root_path.rstrip("/") + path
+
+
+def file_content_path(root_path: str, file_id: str) -> str:
+    """The public path of a file's bytes (``GET /files/{id}/content``)."""
+    return under_root(root_path, f"/files/{file_id}/content")

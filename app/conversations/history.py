@@ -146,7 +146,12 @@ class HistoryService:
         for placeholder, file in inline.files.items():
             try:
                 record = await files.store.put(
-                    self.owner, file.data, file.name, file.media_type, purpose="attachment"
+                    self.owner,
+                    file.data,
+                    file.name,
+                    file.media_type,
+                    purpose="attachment",
+                    from_message=True,
                 )
             except StorageError as exc:
                 raise InvalidInput(("body", "messages"), f"{file.name}: {exc}") from exc

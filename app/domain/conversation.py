@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Iterable, Mapping, Sequence
 from contextlib import aclosing
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -163,7 +164,10 @@ class LLMConversation:
                     f"tool result {i}: a result or an error, not both (an error has no result)"
                 )
             seen.add(r.tool_call_id)
-            out.append((index, call.completed(to_jsonable(r.result), _error_text(i, r.error))))
+            done = call.completed(to_jsonable(r.result), _error_text(i, r.error))
+            if r.attachments:
+                done = replace(done, attachments=tuple(r.attachments))
+            out.append((index, done))
         return out
 
     # --- seed 002 operations ----------------------------------------------------------------

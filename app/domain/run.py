@@ -86,6 +86,8 @@ class ToolResult:
     tool_call_id: str
     result: Any = None
     error: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """Files the result carries (an image a tool made), by reference."""
 
 
 @dataclass

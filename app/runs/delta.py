@@ -30,7 +30,9 @@ class Delta:
 
     def outcomes(self) -> list[ToolOutcome]:
         """The tool results as storage takes them."""
-        return [ToolOutcome(r.tool_call_id, r.result, r.error) for r in self.tool_results]
+        return [
+            ToolOutcome(r.tool_call_id, r.result, r.error, r.attachments) for r in self.tool_results
+        ]
 
 
 def config_update(

@@ -33,5 +33,7 @@ class OwnerFiles:
 
     async def put(self, data: bytes, media_type: str, name: str) -> Attachment:
         """Store an image a model made; its reference."""
-        record = await self.store.put(self.owner, data, name, media_type, purpose=GENERATED)
+        record = await self.store.put(
+            self.owner, data, name, media_type, purpose=GENERATED, from_message=True
+        )
         return attachment_of(record)

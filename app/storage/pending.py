@@ -7,6 +7,7 @@ a conversation the repository has already found in its owner's scope.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import select
@@ -59,6 +60,8 @@ async def completions_for(
         if not isinstance(call, ToolCallMessage) or not call.pending:
             raise StoredDataError(key, index, "marked as a pending tool call but is not one")
         done = call.completed(result=outcome.result, error=outcome.error)
+        if outcome.attachments:
+            done = replace(done, attachments=outcome.attachments)
         completions.append((outcome.tool_call_id, index, dump_message(done, index)))
     return completions
 

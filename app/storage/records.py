@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.domain import (
+    Attachment,
     Message,
     MessageListDeserializationError,
     MessageListSerializationError,
@@ -66,6 +67,8 @@ class ToolOutcome:
     tool_call_id: str
     result: Any = None
     error: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    """Files the result carries, by reference (recorded in ``file_refs`` with it)."""
 
 
 # --- ids and cursors -------------------------------------------------------------------------

@@ -134,7 +134,7 @@ export function shape(message) {
     role: message.role,
     parts: message.parts.map((p) => {
       const kept = { type: p.type };
-      for (const key of ["text", "toolCallId", "input", "output", "errorText"]) {
+      for (const key of ["text", "toolCallId", "input", "output", "errorText", "mediaType"]) {
         if (p[key] !== undefined) kept[key] = p[key];
       }
       if (p.type.startsWith("tool-")) kept.state = p.state;

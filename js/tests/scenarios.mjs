@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { lastAssistantMessageIsCompleteWithToolCalls, readUIMessageStream } from "ai";
 import {
-  Chat, api, checkProtocol, chunksOf, recordingFetch, responses, shape, textOf, transport, waitFor,
+  BASE, HEADERS, Chat, api, checkProtocol, chunksOf, recordingFetch, responses, shape, textOf, transport, waitFor,
 } from "./chat.mjs";
 
 const [scenario, id] = process.argv.slice(2);
@@ -161,6 +161,33 @@ const scenarios = {
     assert.equal(first.at(-1).finishReason, "tool-calls");
     await sameAsStored(chat);
     return { chunkTypes: types };
+  },
+
+  // Files: a user message's attached image goes as a file part (a data: URL, as useChat sends
+  // a picked file) and is stored as a file; an image the model draws comes as a file chunk
+  // whose url is the file's content route (under the server's root path); both read back as
+  // file parts of the stored UIMessages.
+  async files() {
+    const chat = new Chat({ id, transport: transport("", { fetch: recordingFetch() }) });
+    const png = process.env.PARLEY_PNG;
+    const picked = { type: "file", mediaType: "image/png", filename: "cat.png",
+      url: `data:image/png;base64,${png}` };
+    await chat.sendMessage({ text: "What is this?", files: [picked] });
+    assert.equal(chat.status, "ready", String(chat.error));
+    assert.match(textOf(chat.messages[1]), /^\[image: cat\.png, image\/png, \d+×\d+\]/);
+    await chat.sendMessage({ text: "draw a cat" });
+    assert.equal(chat.status, "ready", String(chat.error));
+    const drawn = chat.messages[3].parts.find((p) => p.type === "file");
+    assert.equal(drawn.mediaType, "image/png");
+    const types = await checkStreams();
+    assert.ok(types[1].includes("file"), `no file chunk in ${types[1]}`);
+    const image = await fetch(new URL(drawn.url, BASE), { headers: HEADERS });
+    assert.equal(image.status, 200);
+    assert.equal(image.headers.get("content-type"), "image/png");
+    const stored = await sameAsStored(chat);
+    const files = stored.flatMap((m) => m.parts.filter((p) => p.type === "file"));
+    assert.equal(files[1].url, drawn.url);
+    return { files };
   },
 };
 

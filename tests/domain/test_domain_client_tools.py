@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain import (
+    Attachment,
     ConversationConfigurationError,
     DeltaApplicationError,
     LLMPromptBuilder,
@@ -142,3 +143,14 @@ async def test_message_appended_marks_the_pending_call_as_the_runs_last_message(
     appended = [e async for e in conversation.stream() if isinstance(e, MessageAppended)]
     assert [e.last for e in appended] == [True]
     assert appended[0].message.pending  # type: ignore[union-attr]
+
+
+async def test_a_result_carries_its_attachments_onto_the_call() -> None:
+    chart = Attachment("f" * 32, "image/png", "chart.png", 120, 8, 8)
+    adapter = ScriptedAdapter([tool_reply("", ("ask_user", {"q": "a"}, "q1"))])
+    conversation = conversation_on(adapter, MessageList([TextMessage("hi")]), tools=(ASK,))
+    _ = [m async for m in conversation]
+    conversation.apply_delta(tool_results=[ToolResult("q1", "drawn", attachments=(chart,))])
+    call = conversation.messages[-1]
+    assert isinstance(call, ToolCallMessage) and not call.pending
+    assert (call.result, call.attachments) == ("drawn", (chart,))

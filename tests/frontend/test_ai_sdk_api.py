@@ -57,7 +57,7 @@ async def test_an_unknown_conversation_is_a_404(client: httpx.AsyncClient) -> No
 
 async def test_bad_chat_requests_are_422_and_change_nothing(client: httpx.AsyncClient) -> None:
     conv_id = await create(client)
-    file_part = {"type": "file", "mediaType": "image/png", "url": "data:image/png;base64,AA=="}
+    file_part = {"type": "file", "mediaType": "image/png", "url": "https://example.com/a.png"}
     bodies = [
         {"id": conv_id, "messages": []},
         {"id": conv_id, "messages": [user("hi")], "trigger": "resume-stream"},

@@ -5,13 +5,14 @@ serves every route that speaks the protocol (``/ai-sdk/chat``, ``?protocol=ai-sd
 events, in order, become ``data: {json}`` frames —
 
     run_started          start {messageId}, start-step
-    content_block_start  (a new model round: finish-step, start-step)
+    content_block_start  (a new model round: finish-step, start-step); an ``image`` block
+                         (an image the model made, stored): file {url, mediaType}
     content_block_delta  text-start | reasoning-start at the block's first text, then
                          text-delta | reasoning-delta
     content_block_stop   text-end | reasoning-end
     tool_use             tool-input-start, tool-input-delta, tool-input-available
-    message              a server tool's outcome: tool-output-available | tool-output-error;
-                         a file part (``file_chunk``: attachments' hook); others: nothing
+    message              a server tool's outcome: tool-output-available | tool-output-error,
+                         then a file per file it carries; others: nothing
     message_stop         (the round ends: its finish-step comes with what follows)
     requires_action      nothing more: the client tools' inputs are out; finish says tool-calls
     error                error {errorText}
@@ -19,7 +20,8 @@ events, in order, become ``data: {json}`` frames —
                          aborted), finish {finishReason}, then ``data: [DONE]``
 
 A client tool's call ends the message awaiting its result (``finishReason: tool-calls``); its
-result comes back in the next request (``app.api.ai_sdk.request``).
+result comes back in the next request (``app.api.ai_sdk.request``). A file's ``url`` is the
+public path of its content (``GET /files/{id}/content``, under the root path): ``file_url``.
 """
 
 from __future__ import annotations
@@ -53,19 +55,26 @@ def frame(chunk: Chunk) -> bytes:
     return f"data: {dumps(chunk)}\n\n".encode()
 
 
-def file_chunk(message: dict[str, Any]) -> Chunk | None:
-    """The ``file`` chunk of a stored message that shows a file (an image a tool or the model
-    made), or None. The hook for attachments: when messages can hold files, map them here
-    (``{"type": "file", "url": <data: or https: URL>, "mediaType": ...}``)."""
-    del message
-    return None
+FileUrl = Callable[[str], str]
+"""The URL of a file's content, by file id."""
+
+
+def content_path(file_id: str) -> str:
+    """A file's content route, at the root (no ``--root-path``)."""
+    return f"/files/{file_id}/content"
+
+
+def file_chunk(file_id: str, media_type: str, file_url: FileUrl) -> Chunk:
+    """The ``file`` chunk of a stored file: its content's URL and its media type."""
+    return {"type": "file", "url": file_url(file_id), "mediaType": media_type}
 
 
 class Translator:
     """Turns one run's events into chunks; ``message_id`` names the reply (its UIMessage id)."""
 
-    def __init__(self, message_id: str) -> None:
+    def __init__(self, message_id: str, file_url: FileUrl = content_path) -> None:
         self.message_id = message_id
+        self.file_url = file_url
         self.round = 0
         self.round_ended = False
         self.blocks: dict[int, str] = {}  # the open blocks of this round: index → part id
@@ -78,6 +87,9 @@ class Translator:
         name = event.name
         if name == EventName.RUN_STARTED:
             return [{"type": "start", "messageId": self.message_id}, {"type": "start-step"}]
+        if name == EventName.CONTENT_BLOCK_START and body["type"] == "image":
+            image = file_chunk(body["file_id"], body["media_type"], self.file_url)
+            return [*self._next_round(), image]
         if name == EventName.CONTENT_BLOCK_START:
             return [*self._next_round(), *self._block_start(body["index"], body["type"])]
         if name == EventName.CONTENT_BLOCK_DELTA:
@@ -90,7 +102,7 @@ class Translator:
             self.round_ended = True
             return []
         if name == EventName.MESSAGE:
-            return _message_outcome(body["message"])
+            return _message_outcome(body["message"], self.file_url)
         if name == EventName.ERROR:
             return [{"type": "error", "errorText": f"{body['detail']} ({body['code']})"}]
         if name == EventName.DONE:
@@ -150,25 +162,30 @@ def _tool_input(body: dict[str, Any]) -> list[Chunk]:
     ]
 
 
-def _message_outcome(message: dict[str, Any]) -> list[Chunk]:
-    """The chunks of a stored message the stream has not shown yet: a server tool's outcome,
-    or a file. Text and reasoning were streamed as they came; a pending call waits."""
-    if message.get("type") == "ToolCallMessage" and not message.get("pending"):
-        outcome: Chunk = {"toolCallId": message["tool_call_id"]}
-        if message.get("error") is not None:
-            return [{"type": "tool-output-error", **outcome, "errorText": message["error"]}]
-        return [{"type": "tool-output-available", **outcome, "output": message["result"]}]
-    file = file_chunk(message)
-    return [] if file is None else [file]
+def _message_outcome(message: dict[str, Any], file_url: FileUrl) -> list[Chunk]:
+    """The chunks of a stored message the stream has not shown yet: a server tool's outcome
+    and the files it carries. Text and reasoning were streamed as they came (a model's image
+    with its block); a pending call waits."""
+    if message.get("type") != "ToolCallMessage" or message.get("pending"):
+        return []
+    outcome: Chunk = {"toolCallId": message["tool_call_id"]}
+    if message.get("error") is not None:
+        chunks = [{"type": "tool-output-error", **outcome, "errorText": message["error"]}]
+    else:
+        chunks = [{"type": "tool-output-available", **outcome, "output": message["result"]}]
+    files = message.get("attachments") or ()
+    return chunks + [file_chunk(f["file_id"], f["media_type"], file_url) for f in files]
 
 
 async def stream_frames(
     batches: AsyncIterator[list[RunEvent]],
     message_id: Callable[[RunEvent], Awaitable[str]],
+    file_url: FileUrl = content_path,
 ) -> AsyncIterator[bytes]:
     """A run's event batches as the protocol's bytes, one write per batch; ``message_id``
-    names the reply from the run's first event. Ends with ``[DONE]`` after ``done``; a stream
-    cut before it (a shutdown's notice) ends without it, so the client resumes."""
+    names the reply from the run's first event; ``file_url`` the files it shows. Ends with
+    ``[DONE]`` after ``done``; a stream cut before it (a shutdown's notice) ends without it,
+    so the client resumes."""
     translator: Translator | None = None
     async for batch in batches:
         out: list[bytes] = []
@@ -177,7 +194,7 @@ async def stream_frames(
                 if event.name != EventName.RUN_STARTED:
                     out.extend(_notice(event))
                     continue
-                translator = Translator(await message_id(event))
+                translator = Translator(await message_id(event), file_url)
             out.extend(frame(chunk) for chunk in translator.chunks(event))
         if translator is not None and translator.finished:
             out.append(DONE_FRAME)

@@ -6,8 +6,10 @@ The body carries the whole chat as the client holds it; Parley's stored conversa
 truth, so only the end of it is read:
 
 - ``submit-message``, last message a user's: its text parts (joined by a blank line) are the
-  delta's user message. With ``messageId`` naming one of Parley's user messages (an edit), the
-  conversation is first rewound to just before it.
+  delta's user message, its ``file`` parts the message's attachments (``files``: a ``data:``
+  URL, as ``useChat`` sends an attached file, is stored as a file on arrival; a file's content
+  URL, as ``?format=ai-sdk`` shows it, refers to that file). With ``messageId`` naming one of
+  Parley's user messages (an edit), the conversation is first rewound to just before it.
 - ``submit-message``, last message an assistant's: the tool parts in state
   ``output-available`` / ``output-error`` whose calls are pending (``addToolResult``) are the
   delta's tool results.
@@ -31,11 +33,16 @@ from app.runs.errors import InvalidInput
 from app.settings import Settings
 
 MAX_PARTS = 200
+MAX_FILES = 20  # as a delta's user message (UserMessageIn.attachments)
+
+Loc = tuple[str | int, ...]
+FilePart = tuple[Loc, str, str | None]
 
 
 class UIMessageIn(BaseModel):
     """A message as `useChat` holds it (`UIMessage`): only the parts Parley reads are
-    checked (`text`; tool parts with `toolCallId`, `state`, `output` or `errorText`)."""
+    checked (`text`; `file` with `url`, a `data:` URL or a file's content URL, and
+    `filename`; tool parts with `toolCallId`, `state`, `output` or `errorText`)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -79,6 +86,8 @@ class ChatAsk:
 
     keep: int | None
     delta: Delta
+    files: tuple[FilePart, ...] = ()
+    """The user message's ``file`` parts: (where, url, filename), for ``attach`` to store."""
 
 
 def ask(
@@ -95,9 +104,10 @@ def ask(
         return ChatAsk(None, Delta(tool_results=_tool_results(last, pending, loc)))
     if last.role != "user":
         raise InvalidInput((*loc, "role"), "the last message must be a user's (or tool results)")
-    text = check_text(_text(last, loc), (*loc, "parts"), settings)
+    text, files = _text(last, loc)
+    text = check_text(text, (*loc, "parts"), settings)
     keep = named if named is not None and _is_user(stored, named) else None
-    return ChatAsk(keep, Delta(messages=[TextMessage(text, Role.USER)]))
+    return ChatAsk(keep, Delta(messages=[TextMessage(text, Role.USER)]), tuple(files))
 
 
 def _is_user(stored: Sequence[Message], index: int) -> bool:
@@ -121,21 +131,25 @@ def _regenerate_keep(stored: Sequence[Message], named: int | None) -> int | None
     return None
 
 
-def _text(message: UIMessageIn, loc: tuple[str | int, ...]) -> str:
+def _text(message: UIMessageIn, loc: Loc) -> tuple[str, list[FilePart]]:
+    """The message's text (its text parts) and its file parts."""
     texts: list[str] = []
+    files: list[FilePart] = []
     for i, part in enumerate(message.parts):
         kind = part.get("type")
         if kind == "text" and isinstance(part.get("text"), str):
             texts.append(str(part["text"]))
         elif kind == "file":
-            # The attachments' hook: a file part (a data: URL) becomes an attachment here.
-            raise InvalidInput(
-                (*loc, "parts", i), "file parts are not supported by this server yet"
-            )
+            url, name = part.get("url"), part.get("filename")
+            if not isinstance(url, str) or not url:
+                raise InvalidInput((*loc, "parts", i, "url"), "a file part needs its url")
+            files.append(((*loc, "parts", i, "url"), url, name if isinstance(name, str) else None))
+    if len(files) > MAX_FILES:
+        raise InvalidInput((*loc, "parts"), f"{len(files)} files; at most {MAX_FILES} allowed")
     text = "\n\n".join(t for t in texts if t.strip()).strip()
-    if not text:
+    if not text and not files:
         raise InvalidInput((*loc, "parts"), "the user message has no text")
-    return text
+    return text, files
 
 
 def _tool_results(

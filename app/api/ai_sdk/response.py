@@ -18,6 +18,7 @@ from starlette.background import BackgroundTask
 from app.api.ai_sdk.chunks import HEADER, VERSION, stream_frames
 from app.api.ai_sdk.messages import reply_id
 from app.api.deps import Caller
+from app.api.paths import file_content_path
 from app.api.sse import WatchedEventSource
 from app.runs.events import RunEvent, event_id, parse_event_id
 
@@ -32,7 +33,8 @@ AI_SDK_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {
         "description": "The AI SDK's UI message stream (protocol v1, header "
         "`x-vercel-ai-ui-message-stream: v1`): `data:` JSON chunks — `start`, `start-step`, "
-        "`text-*`, `reasoning-*`, `tool-*`, `finish-step`, `error`, `abort`, `finish` — then "
+        "`text-*`, `reasoning-*`, `tool-*`, `file`, `finish-step`, `error`, `abort`, `finish` — "
+        "then "
         "`data: [DONE]`. See docs/frontend.md.",
         "content": {"text/event-stream": {"schema": {"type": "string"}}},
     },
@@ -69,6 +71,9 @@ def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
     """The protocol's responses for runs of one conversation: the reply's id is read from the
     conversation as the run found it (``run_started``'s ``message_count``)."""
 
+    def file_url(file_id: str) -> str:
+        return file_content_path(caller.root_path, file_id)
+
     async def name(started: RunEvent) -> str:
         count = json.loads(started.data)["message_count"]
         messages = list(await caller.conversations().messages(conversation_id))
@@ -79,7 +84,7 @@ def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
     ) -> EventSourceResponse:
         async def frames() -> AsyncIterator[bytes]:
             try:
-                async for data in stream_frames(batches, name):
+                async for data in stream_frames(batches, name, file_url):
                     yield data
             finally:
                 if on_close is not None:

@@ -19,10 +19,12 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query, Response
 from sse_starlette import EventSourceResponse
 
-from app.api.ai_sdk.request import ChatRequest, ask
+from app.api import attach
+from app.api.ai_sdk.request import ChatAsk, ChatRequest, ask
 from app.api.ai_sdk.response import AI_SDK_RESPONSES, chat_streamer
 from app.api.bodies import ParsedBodyRoute
-from app.api.deps import CallerDep
+from app.api.deps import Caller, CallerDep
+from app.domain import TextMessage
 from app.runs.events import OnDisconnect
 from app.runs.follow import follow_live
 
@@ -49,14 +51,15 @@ async def chat(
         ),
     ] = "cancel",
 ) -> Response:
-    """The AI SDK's chat request: the last user message (or the tool results added with
-    `addToolResult`) is applied and the model runs; `regenerate-message` rewinds the last
-    reply first. The reply streams in the UI message stream protocol."""
+    """The AI SDK's chat request: the last user message (its `file` parts stored as its
+    attachments) or the tool results added with `addToolResult` are applied and the model
+    runs; `regenerate-message` rewinds the last reply first. The reply streams in the UI
+    message stream protocol."""
     conversations = caller.conversations()
     view = await conversations.get(body.id)
     stored = list(await conversations.messages(body.id))
     pending = view.record.pending_tool_call_ids
-    wanted = ask(body, stored, pending, caller.services.settings)
+    wanted = await _with_files(ask(body, stored, pending, caller.services.settings), caller)
     # A plain send runs on whatever the conversation holds by then; a rewind and its run on
     # the conversation as it was read, in the start's transaction (a refused start drops none).
     delta, version = wanted.delta, None
@@ -67,6 +70,17 @@ async def chat(
     respond = chat_streamer(caller, body.id)
     events = follow_live(services, run, 0)
     return respond(run.run_id, events, lambda: services.manager.detached(run))
+
+
+async def _with_files(wanted: ChatAsk, caller: Caller) -> ChatAsk:
+    """The ask with its user message's file parts stored (or resolved) as attachments."""
+    if not wanted.files:
+        return wanted
+    files = await attach.url_attachments(wanted.files, caller.services.files, caller.owner)
+    (message,) = wanted.delta.messages
+    assert isinstance(message, TextMessage)
+    with_files = replace(message, attachments=tuple(files))
+    return replace(wanted, delta=replace(wanted.delta, messages=[with_files]))
 
 
 @router.get(

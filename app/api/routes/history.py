@@ -8,6 +8,7 @@ and maps the result.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Path, Query, Request, status
@@ -17,7 +18,7 @@ from app.api import convert
 from app.api.ai_sdk.messages import ui_messages
 from app.api.bodies import ParsedBodyRoute
 from app.api.deps import CallerDep, IfMatchDep
-from app.api.paths import public_path
+from app.api.paths import file_content_path, public_path
 from app.api.problems import Unprocessable
 from app.api.schemas import (
     MAX_INDEX,
@@ -122,7 +123,8 @@ async def get_messages(
         Literal["parley", "openai", "anthropic", "ai-sdk"],
         Query(
             description="`parley` (the serialized format), `openai`, `anthropic` or `ai-sdk` "
-            "(the AI SDK's `UIMessage[]`, with stable ids: `useChat`'s initial messages)."
+            "(the AI SDK's `UIMessage[]`, with stable ids: `useChat`'s initial messages; "
+            "attachments as `file` parts whose `url` is the file's content route)."
         ),
     ] = "parley",
     after: Annotated[
@@ -161,7 +163,8 @@ async def get_messages(
     if format == "anthropic":
         return JSONResponse(to_anthropic_format(messages, files=files))
     if format == "ai-sdk":
-        return JSONResponse(ui_messages(conversation_id, messages))
+        url = partial(file_content_path, caller.root_path)
+        return JSONResponse(ui_messages(conversation_id, messages, url))
     return JSONResponse(inline_document(MessageList(messages).to_dict(), files))
 
 

@@ -115,12 +115,22 @@ def _result_or_error(schema: dict[str, Any]) -> None:
             ]
         }
     ]
-    schema["examples"] = [{"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}}]
+    schema["examples"] = [
+        {"role": "tool", "tool_call_id": "call_1", "result": {"temp_c": 21}},
+        {
+            "role": "tool",
+            "tool_call_id": "call_2",
+            "result": "the chart",
+            "attachments": [{"file_id": "0b5e9c3a4f6d4b1f9a2c7e8d1f0a3b4c"}],
+        },
+    ]
 
 
 class ToolMessageIn(BaseModel):
     """The result (or error) of a pending client tool call: `result` or `error` is required;
-    with an `error`, `result` is absent or null."""
+    with an `error`, `result` is absent or null. `attachments`: files the result carries (an
+    image a tool made), as a user message's; sent where the provider takes them in a tool
+    result (Anthropic, OpenAI Responses), a note elsewhere."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=_result_or_error)
 
@@ -129,6 +139,11 @@ class ToolMessageIn(BaseModel):
     result: JsonValue = Field(None, description="What the tool returned (any JSON).")
     error: str | None = Field(
         None, description="What went wrong, when the tool failed (then no `result`)."
+    )
+    attachments: list[AttachmentIn] = Field(
+        default_factory=list,
+        max_length=20,
+        description="Files (images, PDFs, text) the result carries; by reference only.",
     )
 
     @model_validator(mode="after")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_
+from sqlalchemy import and_, select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import Message
@@ -25,7 +25,7 @@ from app.storage.errors import (
     StoredDataError,
     VersionConflict,
 )
-from app.storage.files.refs import add_refs
+from app.storage.files.refs import add_refs, set_refs
 from app.storage.pending import pending_ids
 from app.storage.records import (
     ConversationRecord,
@@ -157,6 +157,16 @@ class RepositoryBase:
             for key, file_ids in referenced_files(rows).items():
                 await add_refs(self._session, key, file_ids)
             rows.clear()
+
+    async def _reset_refs(self, key: str) -> None:
+        """Make ``file_refs`` name exactly the files the conversation's messages still refer
+        to (after a rewind or a clear removed some): a file no message names can be deleted,
+        and one Parley made from a message is swept."""
+        query = select(s.M.conversation_id, s.M.data).where(
+            s.M.conversation_id == key, s.M.data.contains('"attachments"')
+        )
+        rows = [{"conversation_id": k, "data": d} for k, d in await self._session.execute(query)]
+        await set_refs(self._session, key, referenced_files(rows).get(key, []))
 
     async def _load(self, key: str, start: int, end: int) -> builtins.list[Message]:
         """Messages ``start`` to ``end`` (exclusive) of a conversation known to be visible."""

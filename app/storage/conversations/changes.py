@@ -17,6 +17,7 @@ from app.domain import AgentMessage, Message, MessageList
 from app.storage.conversations import statements as s
 from app.storage.conversations.base import RepositoryBase, ttl
 from app.storage.driver import Row
+from app.storage.files.refs import add_refs
 from app.storage.pending import check_new_pending, completions_for
 from app.storage.records import (
     ConversationRecord,
@@ -24,6 +25,7 @@ from app.storage.records import (
     check_unique_pending,
     message_rows,
     new_conversation_id,
+    referenced_files,
     stored_type,
     to_record,
 )
@@ -130,6 +132,9 @@ class Changing(RepositoryBase):
                 .where(s.M.conversation_id == key, s.M.idx == index)
                 .values(data=data, pending_call_id=None)
             )
+        completed = [{"conversation_id": key, "data": data} for _, _, data in completions]
+        for _key, file_ids in referenced_files(completed).items():
+            await add_refs(self._session, key, file_ids)
         await self._insert_messages(list(rows))
         changes: dict[str, Any] = {"message_count": row["message_count"] + len(rows)}
         if config is not None:
@@ -185,6 +190,7 @@ class Changing(RepositoryBase):
                     .where(s.M.conversation_id == key, s.M.idx == old_index)
                     .values(idx=new_index)
                 )
+        await self._reset_refs(key)
         return await self._bump(row, message_count=len(kept))
 
     async def rewind(
@@ -201,6 +207,7 @@ class Changing(RepositoryBase):
         await self._session.execute(
             delete(MESSAGES).where(s.M.conversation_id == row["id"], s.M.idx >= keep)
         )
+        await self._reset_refs(row["id"])
         return await self._bump(row, message_count=keep)
 
     async def delete(self, conversation_id: str, expected_version: int | None = None) -> None:
