@@ -18,6 +18,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -56,6 +58,32 @@ class SendGate:
 
     def __init__(self) -> None:
         self.open = True
+        self.closings = 0
+        self._said_at = -math.inf
+
+    def close(self, why: str) -> None:
+        """Readers get stored events only, until ``reopen``; said once a minute at most (under
+        load a slow flush comes and goes)."""
+        if not self.open:
+            return
+        self.open = False
+        self.closings += 1
+        now = time.monotonic()
+        if now - self._said_at >= 60:
+            self._said_at = now
+            log.warning(
+                "event writer: %s (%d times so far): readers were sent stored events only until "
+                "the next flush landed",
+                why,
+                self.closings,
+            )
+
+    def reopen(self, runs: Sequence[LiveRun]) -> None:
+        """A flush landed: unstored events may be sent again; the runs' readers look again."""
+        if not self.open:
+            self.open = True
+            for run in runs:
+                run.wake()
 
 
 @dataclass(eq=False)

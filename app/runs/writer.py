@@ -229,7 +229,7 @@ class EventWriter:
         hanging = asyncio.get_running_loop().call_later(self._gate_patience, self._close_gate)
         try:
             await self._store(list(groups.values()))
-            self._open_gate()
+            self.gate.reopen(self._manager.all())
         except Exception as exc:
             self._close_gate()
             if not is_transient(exc):
@@ -251,15 +251,7 @@ class EventWriter:
             self.on_flush(time.monotonic() - started, len(events) + len(commits))
 
     def _close_gate(self) -> None:
-        if self.gate.open:
-            self.gate.open = False
-            log.warning("event writer: the database is not keeping up; sending stored events only")
-
-    def _open_gate(self) -> None:
-        if not self.gate.open:
-            self.gate.open = True
-            for run in self._manager.all():
-                run.wake()
+        self.gate.close(f"a flush failed or took over {self._gate_patience:.2f} s")
 
     async def _store_each_alone(self, groups: list[_Group]) -> None:
         """One run's bad data must not cost the others theirs: store each run alone. A run
