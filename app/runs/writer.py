@@ -117,7 +117,7 @@ class EventWriter:
         """Called with (seconds, events stored) after each flush."""
         self.gate = SendGate()
         """Closed while flushes fail or hang: readers are then sent stored events only."""
-        self._gate_patience = max(0.25, 2.5 * settings.event_flush_seconds)
+        self._gate_patience = max(1.0, 10 * settings.event_flush_seconds)
 
     # --- what runs call -------------------------------------------------------------------------
 

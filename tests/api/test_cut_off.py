@@ -61,10 +61,10 @@ async def test_a_process_cut_off_from_its_database_shows_only_what_is_stored(
             stored = str(kept[1]["text"])
         shown = "".join(str(e.data["delta"]) for e in seen if e.name == "content_block_delta")
         # What a showed and b keeps differ by at most what a sent between its last flush and
-        # noticing the database hung (a flush interval and the writer's patience: 0.35 s, some
-        # 18 words), never by the rest of the reply (unguarded, a showed it all: 400 words).
+        # noticing the database hung (a flush interval and the writer's patience: 1.1 s, some
+        # 55 words), never by the rest of the reply (unguarded, a showed it all: 400 words).
         assert stored.startswith(shown[: len(stored)]) or shown.startswith(stored)
-        assert len(shown.split()) - len(stored.split()) <= 25, (len(shown), len(stored))
+        assert len(shown.split()) - len(stored.split()) <= 70, (len(shown), len(stored))
         assert len(shown.split()) < WORDS // 2
     finally:
         proxy.frozen.clear()
