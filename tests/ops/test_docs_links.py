@@ -22,3 +22,9 @@ def test_every_relative_link_is_a_file_in_the_repository(page: Path) -> None:
         inside = path.is_relative_to(ROOT.resolve())
         assert inside, f"{page.name} links outside the repository: {target}"
         assert path.exists(), f"{page.name} links a missing file: {target}"
+
+
+def test_the_readme_links_only_files_of_the_repository() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    outside = [t for t in LINK.findall(readme) if re.match(r"[a-z]+:", t)]
+    assert outside == [], f"README.md links outside the repository: {outside}"
