@@ -18,16 +18,11 @@ import random
 import secrets
 import statistics
 import sys
-import tempfile
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import asyncpg
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import insert, text
-from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -35,6 +30,7 @@ from app.domain import Role, TextMessage
 from app.storage import ConversationRepository, Database, Filters
 from app.storage.records import message_rows
 from app.storage.tables import CONVERSATIONS, MESSAGES
+from bench.databases import on_postgres, on_sqlite
 
 CONVERSATIONS_N = 10_000
 MESSAGES_PER = 50
@@ -167,42 +163,14 @@ async def measure(database: Database, scale: float) -> dict[str, object]:
     return results
 
 
-def migrate(url: str) -> None:
-    config = Config(str(Path(__file__).resolve().parent.parent / "alembic.ini"))
-    config.attributes["database_url"] = url
-    config.attributes["configure_logger"] = False
-    command.upgrade(config, "head")
-
-
-async def bench_url(url: str, scale: float) -> dict[str, object]:
-    await asyncio.to_thread(migrate, url)
-    database = Database(url)
-    try:
-        return await measure(database, scale)
-    finally:
-        await database.dispose()
-
-
 async def bench_sqlite(scale: float) -> dict[str, object]:
-    with tempfile.TemporaryDirectory() as directory:
-        return await bench_url(f"sqlite+aiosqlite:///{directory}/bench.db", scale)
+    return await on_sqlite(lambda database: measure(database, scale))
 
 
 async def bench_postgres(server_url: str, scale: float) -> dict[str, object] | str:
-    url = make_url(server_url)
-    name = f"parley_bench_search_{secrets.token_hex(4)}"
-    admin_dsn = url.set(drivername="postgresql", database="postgres")
-    try:
-        admin = await asyncpg.connect(admin_dsn.render_as_string(hide_password=False), timeout=5)
-    except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
-        return f"skipped: PostgreSQL does not answer at {server_url} ({exc!r})"
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        database_url = url.set(database=name).render_as_string(hide_password=False)
-        return await bench_url(database_url, scale)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    return await on_postgres(
+        server_url, "parley_bench_search", lambda database: measure(database, scale)
+    )
 
 
 def p95(values: list[float]) -> float:

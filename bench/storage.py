@@ -9,19 +9,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import secrets
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import asyncpg
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import insert, update
-from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -29,6 +23,7 @@ from app.domain import MessageList, Role, TextMessage
 from app.storage import ConversationRepository, Database
 from app.storage.records import message_rows
 from app.storage.tables import CONVERSATIONS, MESSAGES
+from bench.databases import on_postgres, on_sqlite
 
 APPEND_SIZES = (10, 1_000, 100_000)
 LOAD_SIZE = 10_000
@@ -103,42 +98,14 @@ async def measure(database: Database, repeats: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
-def migrate(url: str) -> None:
-    config = Config(str(Path(__file__).resolve().parent.parent / "alembic.ini"))
-    config.attributes["database_url"] = url
-    config.attributes["configure_logger"] = False
-    command.upgrade(config, "head")
-
-
-async def bench_url(url: str, repeats: int) -> dict[str, float]:
-    await asyncio.to_thread(migrate, url)
-    database = Database(url)
-    try:
-        return await measure(database, repeats)
-    finally:
-        await database.dispose()
-
-
 async def bench_sqlite(repeats: int) -> dict[str, float]:
-    with tempfile.TemporaryDirectory() as directory:
-        return await bench_url(f"sqlite+aiosqlite:///{directory}/bench.db", repeats)
+    return await on_sqlite(lambda database: measure(database, repeats))
 
 
 async def bench_postgres(server_url: str, repeats: int) -> dict[str, float] | str:
-    url = make_url(server_url)
-    name = f"parley_bench_storage_{secrets.token_hex(4)}"
-    admin_dsn = url.set(drivername="postgresql", database="postgres")
-    try:
-        admin = await asyncpg.connect(admin_dsn.render_as_string(hide_password=False), timeout=5)
-    except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
-        return f"skipped: PostgreSQL does not answer at {server_url} ({exc!r})"
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        database_url = url.set(database=name).render_as_string(hide_password=False)
-        return await bench_url(database_url, repeats)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    return await on_postgres(
+        server_url, "parley_bench_storage", lambda database: measure(database, repeats)
+    )
 
 
 def report(results: dict[str, dict[str, float] | str]) -> None:
