@@ -19,7 +19,8 @@ from app.api.problems import NotFound, Unauthorized
 from app.api.schemas.usage import KeyCreate, KeyCreated, KeyList, KeyOut, KeyPatch
 from app.runs.services import Services
 from app.spend import KeyRecord, Limits
-from app.spend.keys import LIMIT_NAMES, change_key, create_key, get_key, list_keys, revoke_key
+from app.spend.keys import LIMIT_NAMES
+from app.spend.service import KeyAdmin
 from app.storage import utcnow
 
 router = APIRouter(prefix="/admin/keys", tags=["admin"])
@@ -69,14 +70,16 @@ def key_out(key: KeyRecord, now: datetime | None = None) -> dict[str, Any]:
     ).model_dump(mode="json")
 
 
+def _admin(services: Services) -> KeyAdmin:
+    return KeyAdmin(services.database, services.keys)
+
+
 @router.post("", status_code=status.HTTP_201_CREATED, response_model=KeyCreated)
 async def create(body: KeyCreate, services: AdminDep, response: Response) -> dict[str, Any]:
     """Make a key with its limits; its token is in this response only (the table keeps its
     hash and a prefix)."""
     limits = Limits(**{name: getattr(body, name) for name in LIMIT_NAMES})
-    async with services.database.transaction() as session:
-        key, token = await create_key(session, body.name, limits, body.expires_at)
-    services.keys.forget()
+    key, token = await _admin(services).create(body.name, limits, body.expires_at)
     response.headers["Location"] = f"/admin/keys/{key.id}"
     return {**key_out(key), "token": token}
 
@@ -84,8 +87,7 @@ async def create(body: KeyCreate, services: AdminDep, response: Response) -> dic
 @router.get("", response_model=KeyList)
 async def list_all(services: AdminDep) -> dict[str, Any]:
     """Every key (revoked and expired ones too), oldest first."""
-    async with services.database.session(readonly=True) as session:
-        keys = await list_keys(session)
+    keys = await _admin(services).list()
     now = utcnow()
     return {"items": [key_out(k, now) for k in keys]}
 
@@ -93,8 +95,7 @@ async def list_all(services: AdminDep) -> dict[str, Any]:
 @router.get("/{key_id}", response_model=KeyOut)
 async def read(key_id: KeyIdPath, services: AdminDep) -> dict[str, Any]:
     """One key."""
-    async with services.database.session(readonly=True) as session:
-        return key_out(await get_key(session, key_id))
+    return key_out(await _admin(services).get(key_id))
 
 
 @router.patch("/{key_id}", response_model=KeyOut)
@@ -103,17 +104,12 @@ async def change(key_id: KeyIdPath, body: KeyPatch, services: AdminDep) -> dict[
     changes = {name: getattr(body, name) for name in body.model_fields_set}
     if changes.get("name", "") is None:
         changes.pop("name")
-    async with services.database.transaction() as session:
-        key = await change_key(session, key_id, changes)
-    services.keys.forget()
-    return key_out(key)
+    return key_out(await _admin(services).change(key_id, changes))
 
 
 @router.delete("/{key_id}", status_code=status.HTTP_204_NO_CONTENT)
 async def revoke(key_id: KeyIdPath, services: AdminDep) -> Response:
     """Revoke a key: refused (401) on every replica within a second. Its row stays (its name
     in the usage, and the service stays closed to callers without a key)."""
-    async with services.database.transaction() as session:
-        await revoke_key(session, key_id)
-    services.keys.forget()
+    await _admin(services).revoke(key_id)
     return Response(status_code=204)

@@ -28,7 +28,7 @@ from app.api.schemas.usage import UsageTotals
 from app.conversations.service import ConversationService, Edit
 from app.runs.errors import InvalidInput
 from app.runs.services import Services
-from app.spend.ledger import conversation_totals
+from app.spend.service import UsageReader
 from app.storage import Filters
 
 router = APIRouter(prefix="/conversations", tags=["conversations"], route_class=ParsedBodyRoute)
@@ -163,8 +163,7 @@ async def get_conversation(conversation_id: IdPath, caller: CallerDep) -> Respon
 
 async def _one(caller: Caller, out: ConversationOut) -> Response:
     """One conversation as `GET` and `PATCH` answer it: with its usage totals and `ETag`."""
-    async with caller.services.database.session(readonly=True) as session:
-        totals = await conversation_totals(session, out.id)
+    totals = await UsageReader(caller.services.database).conversation(out.id)
     out.usage = UsageTotals.model_validate(totals)
     return JSONResponse(out.model_dump(mode="json"), headers=convert.etag(out.version))
 

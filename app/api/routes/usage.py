@@ -18,7 +18,7 @@ from app.api.deps import bearer, bearer_token, get_services
 from app.api.problems import validation_problem
 from app.api.routes.admin import is_admin
 from app.api.schemas.usage import GroupBy, UsageReport, in_utc
-from app.spend.ledger import usage_report
+from app.spend.service import UsageReader
 
 router = APIRouter(tags=["usage"])
 
@@ -63,6 +63,5 @@ async def get_usage(
     token = bearer_token(authorization)
     owner = None if is_admin(services, token) else (await services.keys.grant(token)).owner
     since, until = _time("from", start), _time("to", end)  # `to` before `from`: no rows
-    async with services.database.session(readonly=True) as session:
-        items = await usage_report(session, group_by, owner, since, until)
+    items = await UsageReader(services.database).report(group_by, owner, since, until)
     return {"group_by": group_by, "from": since, "to": until, "items": items}
