@@ -14,11 +14,8 @@ from tests.api.npm import JS, npm_bin
 
 DOCUMENT = JS.parent / "openapi" / "openapi.json"
 
-GOOD = """
-import type { components } from "./api";
-type Schemas = components["schemas"];
-
-export const bundle: Schemas["DeltaBundle"] = {
+CHECKS = """
+export const bundle: DeltaBundle = {
   messages: [
     { role: "system", text: "Be brief." },
     { role: "user", text: "Why is the sky blue?" },
@@ -28,7 +25,7 @@ export const bundle: Schemas["DeltaBundle"] = {
   config: { provider: "offline" },
 };
 
-export function show(event: Schemas["StreamEvent"]): string {
+export function show(event: StreamEvent): string {
   switch (event.event) {
     case "content_block_delta":
       return event.data.delta;
@@ -41,6 +38,17 @@ export function show(event: Schemas["StreamEvent"]): string {
   }
 }
 """
+"""A good bundle and the events narrowed by name, over the generated `DeltaBundle` and
+`StreamEvent` (each generator's test imports them its way)."""
+
+GOOD = (
+    """
+import type { components } from "./api";
+type DeltaBundle = components["schemas"]["DeltaBundle"];
+type StreamEvent = components["schemas"]["StreamEvent"];
+"""
+    + CHECKS
+)
 
 BAD = {
     "robot": """

@@ -11,34 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.api.npm import JS, npm_bin
-from tests.api.test_typescript_types import DOCUMENT, _tsc
+from tests.api.test_typescript_types import CHECKS, DOCUMENT, _tsc
 
-GOOD = """
-import type { DeltaBundle, StreamEvent } from "./types.gen";
-
-export const bundle: DeltaBundle = {
-  messages: [
-    { role: "system", text: "Be brief." },
-    { role: "user", text: "Why is the sky blue?" },
-    { role: "tool", tool_call_id: "call_1", result: { temp_c: 21 } },
-    { role: "tool", tool_call_id: "call_2", error: "no such city" },
-  ],
-  config: { provider: "offline" },
-};
-
-export function show(event: StreamEvent): string {
-  switch (event.event) {
-    case "content_block_delta":
-      return event.data.delta;
-    case "error":
-      return event.data.code;
-    case "done":
-      return event.data.status;
-    default:
-      return event.id ?? "";
-  }
-}
-"""
+GOOD = '\nimport type { DeltaBundle, StreamEvent } from "./types.gen";\n' + CHECKS
 
 BAD = {
     "robot": """
