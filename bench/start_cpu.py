@@ -12,13 +12,14 @@ same under 100 streams at once, through uvicorn; this one is steadier (no other 
 concurrency), for comparing two versions of the code.
 
 Run by hand: ``.venv/bin/python bench/start_cpu.py [--streams 400] [--rounds 3] [--provider
-anthropic] [--model bench-50-1]``.
+anthropic] [--model bench-50-1] [--at-once 100] [--db postgres]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import socket
@@ -34,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.main import create_app
 from bench.relay import free_port
-from bench.stream import PY, ROOT, migrate, parley_env
+from bench.stream import PY, ROOT, migrate, parley_env, postgres_url
 
 WARM_UP = 30
 
@@ -44,8 +45,11 @@ def body(provider: str, model: str) -> bytes:
     return json.dumps({"messages": [{"role": "user", "text": "go"}], "config": config}).encode()
 
 
-async def call(app: Any, method: str, path: str, body: bytes) -> tuple[int, bytes]:
-    """One request through the ASGI app; its status and whole body."""
+async def call(
+    app: Any, method: str, path: str, body: bytes, first: list[float] | None = None
+) -> tuple[int, bytes]:
+    """One request through the ASGI app; its status and whole body. With ``first``, the time
+    (``perf_counter``) of the first body chunk holding a text delta is appended to it."""
     sent, done = False, asyncio.Event()
     status, chunks = 0, []
 
@@ -62,7 +66,10 @@ async def call(app: Any, method: str, path: str, body: bytes) -> tuple[int, byte
         if message["type"] == "http.response.start":
             status = message["status"]
         elif message["type"] == "http.response.body":
-            chunks.append(message.get("body", b""))
+            chunk = message.get("body", b"")
+            if first is not None and not first and b"content_block_delta" in chunk:
+                first.append(time.perf_counter())
+            chunks.append(chunk)
             if not message.get("more_body"):
                 done.set()
 
@@ -90,8 +97,8 @@ async def call(app: Any, method: str, path: str, body: bytes) -> tuple[int, byte
     return status, b"".join(chunks)
 
 
-async def measure(streams: int, rounds: int, request: bytes) -> list[float]:
-    """CPU milliseconds per stream, one figure per round."""
+async def measure(streams: int, rounds: int, request: bytes, at_once: int) -> list[Round]:
+    """Per round: CPU milliseconds per stream, and (``at_once`` > 1) the first token's times."""
     app = create_app()
     figures = []
     async with app.router.lifespan_context(app):
@@ -100,17 +107,34 @@ async def measure(streams: int, rounds: int, request: bytes) -> list[float]:
             for _ in range(WARM_UP + streams):
                 _, body = await call(app, "POST", "/conversations", b"{}")
                 ids.append(json.loads(body)["id"])
-            for n, conversation_id in enumerate(ids):
-                if n == WARM_UP:
-                    await asyncio.sleep(0.3)  # the warm-up's endings stored
-                    started = time.process_time()
-                path = f"/conversations/{conversation_id}/stream"
-                status, reply = await call(app, "POST", path, request)
-                if status != 200 or b"event: done" not in reply:
-                    raise RuntimeError(f"stream failed: {status} {reply[:300]!r}")
+            for n in range(WARM_UP):
+                await one(app, ids[n], request, None)
+            await asyncio.sleep(0.3)  # the warm-up's endings stored
+            started = time.process_time()
+            waits: list[float] = []
+            for group in range(WARM_UP, len(ids), at_once):
+                asked = time.perf_counter()
+                firsts: list[list[float]] = [[] for _ in ids[group : group + at_once]]
+                await asyncio.gather(
+                    *(one(app, c, request, f) for c, f in zip(ids[group:], firsts, strict=False))
+                )
+                waits.extend((f[0] - asked) * 1000 for f in firsts if f)
             await asyncio.sleep(0.3)  # and the last endings
-            figures.append((time.process_time() - started) * 1000 / streams)
+            figures.append(Round((time.process_time() - started) * 1000 / streams, waits))
     return figures
+
+
+@dataclasses.dataclass
+class Round:
+    cpu_ms: float
+    first_ms: list[float]
+
+
+async def one(app: Any, conversation_id: str, request: bytes, first: list[float] | None) -> None:
+    path = f"/conversations/{conversation_id}/stream"
+    status, reply = await call(app, "POST", path, request, first)
+    if status != 200 or b"event: done" not in reply:
+        raise RuntimeError(f"stream failed: {status} {reply[:300]!r}")
 
 
 def at_least_one(value: str) -> int:
@@ -143,6 +167,13 @@ def main() -> None:
         default="bench-2-0",
         help="the upstream's bench-<tokens>-<pace ms>; e.g. bench-50-1 for the per-token cost",
     )
+    parser.add_argument(
+        "--at-once",
+        type=at_least_one,
+        default=1,
+        help="streams started together (asyncio.gather), e.g. 100: prints first-token p50/p99",
+    )
+    parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         upstream_port = free_port()
@@ -151,17 +182,25 @@ def main() -> None:
         )
         try:
             wait_for_port(upstream_port)
-            url = f"sqlite+aiosqlite:///{tmp}/bench.db"
+            url = postgres_url() if args.db == "postgres" else None
+            if url is None and args.db == "postgres":
+                raise SystemExit("no PostgreSQL answers (PARLEY_BENCH_DATABASE_URL)")
+            url = url or f"sqlite+aiosqlite:///{tmp}/bench.db"
             migrate(url)
             os.environ.update(parley_env(url, upstream_port))
             request = body(args.provider, args.model)
-            figures = asyncio.run(measure(args.streams, args.rounds, request))
+            figures = asyncio.run(measure(args.streams, args.rounds, request, args.at_once))
         finally:
             upstream.kill()
             upstream.wait()
-    rounds = ", ".join(f"{f:.2f}" for f in figures)
-    median = statistics.median(figures)
+    cpu = [f.cpu_ms for f in figures]
+    rounds = ", ".join(f"{f:.2f}" for f in cpu)
+    median = statistics.median(cpu)
     print(f"CPU per stream (start, reply, ending): median {median:.2f} ms (rounds: {rounds})")
+    if args.at_once > 1:
+        p50 = statistics.median(statistics.median(f.first_ms) for f in figures)
+        p99 = statistics.median(statistics.quantiles(f.first_ms, n=100)[98] for f in figures)
+        print(f"first token, {args.at_once} at once: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,14 @@
 """How a run ended: its status from how it stopped or failed, and which failures are expected.
 
-May import the domain, storage's errors and the spend room's. Used by the runner
-(app/runs/runner.py) when a run's model stream is over, stopped or failed.
+May import the domain, storage's errors, the spend room's and the writer's commits. Used by the
+runner (app/runs/runner.py) while a run's model stream goes (``Progress``) and when it is over,
+stopped or failed.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass, field
 
 from app.domain import (
     ContextWindowError,
@@ -16,9 +18,11 @@ from app.domain import (
     Role,
     TextMessage,
     ToolRoundLimitError,
+    Usage,
 )
 from app.runs.events import FinalStatus
-from app.spend import BudgetExceeded
+from app.runs.writer import Commit, Ending
+from app.spend import BudgetExceeded, Charge, Payer
 from app.storage import ConversationNotFound, LeaseLost
 
 STOPPED_STATUS: dict[str, FinalStatus] = {
@@ -54,3 +58,28 @@ def expected(exc: Exception) -> bool:
     """Failures that are the provider's or the conversation's, not a bug of ours."""
     expected = ProviderError, ToolRoundLimitError, ContextWindowError, BudgetExceeded
     return isinstance(exc, (*expected, ConversationConfigurationError))
+
+
+@dataclass
+class Progress:
+    """What the run's task knows while it drives the stream."""
+
+    payer: Payer
+    provider: str
+    model: str
+    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(Usage.KINDS, 0))
+    reply_complete: bool = False
+    model_finished: bool = False
+    """The model sent the stop of its final reply: its text is whole."""
+    inflight: Commit | None = None
+    untitled: bool = False
+    """The conversation had no title when the run's ending was stored."""
+    charges: list[Charge] = field(default_factory=list)
+    """Each model call's usage, for the ledger (app/spend), written with the ending."""
+    round_over: bool = False
+    """A model call asked for tools: the budget is checked once they are stored."""
+
+
+def ending_of(progress: Progress, status: FinalStatus, code: str | None) -> Ending:
+    """The run's ending: its status, usage, and its model calls for the ledger."""
+    return Ending(status, code, dict(progress.usage), progress.payer, tuple(progress.charges))

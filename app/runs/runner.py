@@ -19,7 +19,10 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from dataclasses import dataclass, field
+from collections.abc import Awaitable
+from dataclasses import dataclass
+
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from app.domain import (
     AgentMessage,
@@ -30,7 +33,6 @@ from app.domain import (
     MessageList,
     MessageStop,
     ReasoningDone,
-    Usage,
 )
 from app.runs.delta import Delta, config_update, rewound
 from app.runs.errors import InvalidInput, NothingToAnswer, PendingToolCalls, ShuttingDown
@@ -53,7 +55,9 @@ from app.runs.log_codec import merged_rows
 from app.runs.observe import RunObserver
 from app.runs.outcome import (
     STOPPED_STATUS,
+    Progress,
     complete_last_reply,
+    ending_of,
     expected,
     lost,
     natural_status,
@@ -62,12 +66,13 @@ from app.runs.payloads import ErrorEventData, EventData
 from app.runs.recovery import recovering
 from app.runs.services import Services
 from app.runs.titles import TitleRequest, first_user_text
-from app.runs.writer import Commit, Ending
+from app.runs.writer import Commit
 from app.spend import Charge, KeyRecord, Payer
 from app.spend.limits import admit_run, check_run_budget
 from app.storage import (
     ConversationNotFound,
     ConversationRecord,
+    ConversationRepository,
     LeaseLost,
     RunRepository,
     driver_said,
@@ -78,24 +83,18 @@ from app.storage import (
 log = logging.getLogger(__name__)
 
 
-@dataclass
-class _Progress:
-    """What the run's task knows while it drives the stream."""
+_Begun = tuple[ConversationRecord, MessageList, ConversationConfig, tuple[str, str], RunEvent]
+"""What a start's transaction gives the live run: the record, its messages, the config, the
+provider and model chosen, and the ``run_started`` event."""
 
-    payer: Payer
-    provider: str
-    model: str
-    usage: dict[str, int] = field(default_factory=lambda: dict.fromkeys(Usage.KINDS, 0))
-    reply_complete: bool = False
-    model_finished: bool = False
-    """The model sent the stop of its final reply: its text is whole."""
-    inflight: Commit | None = None
-    untitled: bool = False
-    """The conversation had no title when the run's ending was stored."""
-    charges: list[Charge] = field(default_factory=list)
-    """Each model call's usage, for the ledger (app/spend), written with the ending."""
-    round_over: bool = False
-    """A model call asked for tools: the budget is checked once they are stored."""
+
+@dataclass(frozen=True)
+class _StartRequest:
+    conversation_id: str
+    run_id: str
+    delta: Delta
+    expected_version: int | None
+    on_disconnect: OnDisconnect
 
 
 class RunService:
@@ -121,12 +120,28 @@ class RunService:
         run_id = new_run_id()
         delta = delta or Delta()
         asked_at = asyncio.get_running_loop().time()  # the lease runs from no earlier than this
+        request = _StartRequest(conversation_id, run_id, delta, expected_version, on_disconnect)
+
+        def begin(session: AsyncConnection) -> Awaitable[_Begun]:
+            return self._begin(session, request)
+
+        def launch(begun: _Begun) -> LiveRun:
+            return self._launch(begun, run_id, on_disconnect, asked_at)
+
+        def orphan(begun: _Begun) -> None:  # the caller went away: started, then left
+            services.manager.detached(launch(begun))
+
         # A dead run's expired lease in the way: recovered, then this start once more.
         begun = await recovering(
-            services,
-            self.owner,
-            lambda: self._begin(conversation_id, run_id, delta, expected_version, on_disconnect),
+            services, self.owner, lambda: services.starts.run(conversation_id, begin, orphan)
         )
+        return launch(begun)
+
+    def _launch(
+        self, begun: _Begun, run_id: str, on_disconnect: OnDisconnect, asked_at: float
+    ) -> LiveRun:
+        """The started run, live: its task begun, in the manager."""
+        services = self.services
         record, messages, config, (adapter_name, model), started = begun
         files = OwnerFiles(services.files, self.owner)  # its messages' attachments, its images
         conversation = LLMConversation(messages, dataclasses.replace(config, attachments=files))
@@ -147,7 +162,7 @@ class RunService:
         )
         run.hold_lease_until(asked_at + services.settings.run_lease_seconds)
         services.manager.add(run)
-        progress = _Progress(payer=payer, provider=adapter_name, model=model)
+        progress = Progress(payer=payer, provider=adapter_name, model=model)
         run.task = asyncio.create_task(
             self._run(run, conversation, observer, progress), name=f"run-{run_id}"
         )
@@ -155,51 +170,55 @@ class RunService:
             run.stop("shutdown")
         return run
 
-    async def _begin(
-        self,
-        conversation_id: str,
-        run_id: str,
-        delta: Delta,
-        expected_version: int | None,
-        on_disconnect: OnDisconnect,
-    ) -> tuple[ConversationRecord, MessageList, ConversationConfig, tuple[str, str], RunEvent]:
-        """The start's one write transaction: the delta (its rewind first), the lease, the run
-        and its first event, and the messages read under the lock. A refusal rolls them all
-        back."""
+    async def _begin(self, session: AsyncConnection, start: _StartRequest) -> _Begun:
+        """The start's writes, in ``session``'s transaction (app/runs/starts.py: shared with
+        other starts, committed once): the delta (its rewind first), the lease, the run and its
+        first event, and the messages read under the lock. A refusal rolls them all back."""
         services = self.services
-        async with services.repository(self.owner) as repo:
-            expected_version = await rewound(repo, conversation_id, delta, expected_version)
-            record, messages = await repo.begin_run(
-                conversation_id,
-                run_id,
-                services.settings.run_lease_seconds,
-                messages=delta.messages,
-                tool_results=delta.outcomes(),
-                update_config=config_update(services.configs, delta.config_patch),
-                expected_version=expected_version,
-            )
-            if record.pending_tool_call_ids:
-                raise PendingToolCalls(record.pending_tool_call_ids)
-            if all(isinstance(m, AgentMessage) for m in messages):
-                raise NothingToAnswer(conversation_id)
-            config = services.configs.build(record.config, record.id)
-            try:
-                adapter, model = config.select()
-            except ConversationConfigurationError as exc:
-                available = services.configs.selector.available
-                raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
-            started = first_event(
-                run_started(run_id, record.id, record.message_count, record.version)
-            )
-            runs = RunRepository(repo.session)
-            key = self.key
-            if key is not None:  # its concurrent runs and budget, with its row locked
-                await admit_run(repo.session, key, utcnow())
-            key_id = key.id if key is not None else None
-            spend = {"key_id": key_id, "provider": adapter.name, "model": model}
-            await runs.create(run_id, record.id, self.owner, on_disconnect, **spend)
-            await runs.add_events(merged_rows(run_id, [started]))
+        conversation_id, delta = start.conversation_id, start.delta
+        repo = ConversationRepository(session, owner=self.owner)
+        expected_version = await rewound(repo, conversation_id, delta, start.expected_version)
+        record, messages = await repo.begin_run(
+            conversation_id,
+            start.run_id,
+            services.settings.run_lease_seconds,
+            messages=delta.messages,
+            tool_results=delta.outcomes(),
+            update_config=config_update(services.configs, delta.config_patch),
+            expected_version=expected_version,
+        )
+        if record.pending_tool_call_ids:
+            raise PendingToolCalls(record.pending_tool_call_ids)
+        if all(isinstance(m, AgentMessage) for m in messages):
+            raise NothingToAnswer(conversation_id)
+        config = services.configs.build(record.config, record.id)
+        try:
+            adapter, model = config.select()
+        except ConversationConfigurationError as exc:
+            available = services.configs.selector.available
+            raise InvalidInput(("config", "provider"), str(exc), available=available) from exc
+        started = await self._record_run(session, start, record, adapter.name, model)
         return record, messages, config, (adapter.name, model), started
+
+    async def _record_run(
+        self,
+        session: AsyncConnection,
+        start: _StartRequest,
+        record: ConversationRecord,
+        provider: str,
+        model: str,
+    ) -> RunEvent:
+        """The run's row and its first event (the key's limits checked first, its row locked)."""
+        run_id = start.run_id
+        started = first_event(run_started(run_id, record.id, record.message_count, record.version))
+        key = self.key
+        if key is not None:  # its concurrent runs and budget, with its row locked
+            await admit_run(session, key, utcnow())
+        spend = {"key_id": key.id if key else None, "provider": provider, "model": model}
+        runs = RunRepository(session)
+        await runs.create(run_id, record.id, self.owner, start.on_disconnect, **spend)
+        await runs.add_events(merged_rows(run_id, [started]))
+        return started
 
     # --- the run's task -------------------------------------------------------------------------
 
@@ -208,7 +227,7 @@ class RunService:
         run: LiveRun,
         conversation: LLMConversation,
         observer: RunObserver,
-        progress: _Progress,
+        progress: Progress,
     ) -> None:
         observer.started()
         run.running = True
@@ -237,7 +256,7 @@ class RunService:
             observer.finished(status)
 
     def _stopped(
-        self, run: LiveRun, conversation: LLMConversation, progress: _Progress
+        self, run: LiveRun, conversation: LLMConversation, progress: Progress
     ) -> tuple[FinalStatus, ErrorEventData | None]:
         """The status of a run whose task was stopped (``run.stop_reason`` says why)."""
         if progress.reply_complete:  # stopped after the model's last word: it did complete
@@ -256,7 +275,7 @@ class RunService:
         self,
         run: LiveRun,
         conversation: LLMConversation,
-        progress: _Progress,
+        progress: Progress,
         observer: RunObserver,
     ) -> FinalStatus:
         writer = self.services.writer
@@ -293,7 +312,7 @@ class RunService:
                 writer.add(run, out)
         return natural_status(conversation)
 
-    async def _within_budget(self, progress: _Progress) -> None:
+    async def _within_budget(self, progress: Progress) -> None:
         """Before the next model call: ``BudgetExceeded`` if the key's budget is spent (the
         run ends ``failed`` with what it stored; its calls are charged with its ending)."""
         key = self.key
@@ -306,7 +325,7 @@ class RunService:
             await check_run_budget(session, key, tokens, usd, utcnow())
 
     async def _store(
-        self, run: LiveRun, conversation: LLMConversation, progress: _Progress, upto: int
+        self, run: LiveRun, conversation: LLMConversation, progress: Progress, upto: int
     ) -> None:
         """Store the messages up to index ``upto`` with their ``message`` events, then send."""
         messages = conversation.messages[run.persisted : upto]
@@ -328,7 +347,7 @@ class RunService:
         self,
         run: LiveRun,
         conversation: LLMConversation,
-        progress: _Progress,
+        progress: Progress,
         status: FinalStatus,
         error: ErrorEventData | None,
     ) -> None:
@@ -354,11 +373,11 @@ class RunService:
             bodies.append(done(status, record.message_count, record.version))
             return bodies
 
-        ending = _ending(progress, status, error.code if error else None)
+        ending = ending_of(progress, status, error.code if error else None)
         try:
             stored = await self.services.writer.commit(Commit(run, messages, events, ending))
         except (LeaseLost, ConversationNotFound) as exc:
-            self._unstored_ending(run, exc)
+            self._unstoredending_of(run, exc)
             return
         except Exception as exc:
             log.error("run %s: could not store its ending: %s", run.run_id, driver_said(exc))
@@ -385,7 +404,7 @@ class RunService:
                 )
             )
 
-    async def _fail_bare(self, run: LiveRun, progress: _Progress, exc: Exception) -> None:
+    async def _fail_bare(self, run: LiveRun, progress: Progress, exc: Exception) -> None:
         """End a run whose ending was refused — its messages are what storage would not take
         (a reply it cannot hold), or the database failed — as ``failed``, storing nothing more
         of the reply: the lease is released and the log says what the streams are told."""
@@ -395,15 +414,15 @@ class RunService:
             run.version = record.version
             return [error, done("failed", record.message_count, record.version)]
 
-        ending = _ending(progress, "failed", error.code)
+        ending = ending_of(progress, "failed", error.code)
         try:
             stored = await self.services.writer.commit(Commit(run, [], events, ending))
         except Exception as again:
-            self._unstored_ending(run, again)
+            self._unstoredending_of(run, again)
             return
         self._landed(run, stored, 0)
 
-    def _unstored_ending(self, run: LiveRun, exc: Exception) -> None:
+    def _unstoredending_of(self, run: LiveRun, exc: Exception) -> None:
         """No ending could be stored (the lease was lost, the conversation perhaps deleted since,
         or the database failed): tell this
         process's readers; the lease, if still ours, expires and the run is recovered, its
@@ -413,8 +432,3 @@ class RunService:
         error = LEASE_LOST_ERROR if lost(exc) else error_for(exc)
         status: FinalStatus = "aborted" if lost(exc) else "failed"
         run.publish(run.next_events([error, done(status, run.persisted, run.version)]))
-
-
-def _ending(progress: _Progress, status: FinalStatus, code: str | None) -> Ending:
-    """The run's ending: its status, usage, and its model calls for the ledger."""
-    return Ending(status, code, dict(progress.usage), progress.payer, tuple(progress.charges))

@@ -17,6 +17,7 @@ from app.providers import build_selector, close_selector, open_selector
 from app.runs.config import ConfigContext
 from app.runs.live import RunManager
 from app.runs.server_tools import builtin_tools
+from app.runs.starts import StartGroups
 from app.runs.titles import Titler
 from app.runs.writer import EventWriter
 from app.settings import Settings
@@ -47,6 +48,8 @@ class Services:
     """Who is calling (database keys, cached briefly) and their requests per minute."""
     prices: PriceTable = field(init=False)
     deliverer: Deliverer = field(init=False)
+    starts: StartGroups = field(init=False)
+    """Runs' starts, grouped into shared write transactions (app/runs/starts.py)."""
 
     def __post_init__(self) -> None:
         self.keys = KeyAccess(self.settings, self.database)
@@ -64,6 +67,7 @@ class Services:
         self.titler = Titler(self.settings, self.configs.selector, self.repository, self.prices)
         self.deliverer = Deliverer(self.settings, self.database)
         self.listener = Listener(self.database, self._on_notification)
+        self.starts = StartGroups(self.database, parallel=1 if self.database.is_sqlite else 4)
 
     def _on_notification(self, payload: str) -> None:
         """A NOTIFY payload: new webhook deliveries wake the deliverer, the rest are runs'."""

@@ -9,9 +9,12 @@ requests per minute here (one statement) and its ``last_used_at`` written at mos
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from app.settings import Settings
 from app.spend.errors import KeyRefused
@@ -19,6 +22,7 @@ from app.spend.keys import KeyRecord, any_keys, find_key, owner_of_token, token_
 from app.spend.limits import take_request
 from app.storage import Database, utcnow
 
+T = TypeVar("T")
 ANONYMOUS = "anonymous"
 _CACHE_MAX = 10_000
 
@@ -31,6 +35,22 @@ class Grant:
     key: KeyRecord | None = None
 
 
+class _Once:
+    """One call at a time per key: callers asking while it is under way share its answer (a
+    hundred requests arriving together, the cache empty or just expired, ask once)."""
+
+    def __init__(self) -> None:
+        self._asking: dict[str, asyncio.Future[Any]] = {}
+
+    async def once(self, key: str, ask: Callable[[], Awaitable[T]]) -> T:
+        asking = self._asking.get(key)
+        if asking is None:
+            asking = self._asking[key] = asyncio.ensure_future(ask())
+            asking.add_done_callback(lambda _: self._asking.pop(key, None))
+        result: T = await asyncio.shield(asking)
+        return result
+
+
 class KeyAccess:
     """One per process: finds the caller's key, counts its requests, notes its use."""
 
@@ -40,6 +60,8 @@ class KeyAccess:
         self._keys: dict[str, tuple[float, KeyRecord | None]] = {}
         self._any: tuple[float, bool] = (0.0, False)
         self._touched: dict[str, float] = {}
+        self._asking = _Once()
+        """Lookups under way: a herd of requests the cache has not seen asks the database once."""
 
     async def grant(self, token: str | None) -> Grant:
         """The caller a token (or none) stands for; ``KeyRefused`` if it may not call."""
@@ -60,10 +82,13 @@ class KeyAccess:
 
     async def _lookup(self, token: str) -> KeyRecord | None:
         digest = token_hash(token)
-        now = time.monotonic()
         cached = self._keys.get(digest)
-        if cached is not None and cached[0] > now:
+        if cached is not None and cached[0] > time.monotonic():
             return cached[1]
+        return await self._asking.once(digest, lambda: self._find(token, digest))
+
+    async def _find(self, token: str, digest: str) -> KeyRecord | None:
+        now = time.monotonic()
         async with self._database.session(readonly=True) as session:
             key = await find_key(session, token)
         if len(self._keys) >= _CACHE_MAX:
@@ -75,9 +100,13 @@ class KeyAccess:
         until, known = self._any
         if known or until > time.monotonic():
             return known  # once a key exists, one always does (revoked keys stay)
+        return await self._asking.once("", self._count)
+
+    async def _count(self) -> bool:
+        now = time.monotonic()
         async with self._database.session(readonly=True) as session:
             known = await any_keys(session)
-        self._any = (time.monotonic() + self._settings.key_cache_seconds, known)
+        self._any = (now + self._settings.key_cache_seconds, known)
         return known
 
     async def _use(self, key: KeyRecord) -> None:

@@ -51,8 +51,10 @@ async def test_a_start_opens_one_write_transaction(make_services: MakeServices) 
     services = await make_services(ScriptedAdapter([text_reply("hello")]))
     conv_id = await new_conversation(services, "hi")
     opened = count_transactions(services)
+    before = services.starts.transactions
     run = await start_run(services, conv_id)
-    assert opened.count(OWNER) == 1
+    assert services.starts.transactions - before == 1  # the start's group: this start alone
+    assert opened.count(OWNER) == 0
     await all_events(run)
 
 
@@ -64,10 +66,13 @@ async def test_a_start_past_a_dead_run_recovers_it_then_starts(
     await dead_run(services, conv_id, DEAD, "half ", "said")
     await asyncio.sleep(0.1)  # its lease expires
     opened = count_transactions(services)
+    before = services.starts.transactions
 
     run = await start_run(services, conv_id)
 
-    assert opened.count(OWNER) == 3  # the start, the recovery, the start again
+    # The start met the dead run's lease (rolled back), the recovery committed, then the start.
+    assert opened.count(OWNER) == 1
+    assert services.starts.transactions - before == 1
     events = await all_events(run)
     assert body(events[-1])["status"] == "completed"
     stored = await conversations(services).messages(conv_id)
