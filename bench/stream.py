@@ -42,6 +42,7 @@ import httpx
 
 from bench.relay import free_port, wait_up
 from bench.stream_client import Call, Record, run_streams
+from bench.targets import targets_table
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -55,9 +56,9 @@ SCENARIOS: dict[str, tuple[int, int, int, bool]] = {
     "paced_100x150": (100, 150, 20, False),
     "paced_200x100": (200, 100, 20, False),
     "first_token": (20, 5, 0, True),
-    "starts_100": (100, 2, 0, False),  # not in the default set: profiles 100 starts at once
+    "starts_100": (100, 2, 0, False),  # 100 starts at once: the first token's p99
 }
-DEFAULT_SCENARIOS = [name for name in SCENARIOS if name != "starts_100"]
+DEFAULT_SCENARIOS = list(SCENARIOS)
 RELAYS = ("relay-typed", "relay-parse", "relay-pipe")
 PROVIDERS = ("openai", "openai-chat", "anthropic")
 UPSTREAM_PATHS = {
@@ -442,6 +443,7 @@ def main() -> None:
     print(f"\nmachine: {report['machine']}; load average before {load_before[0]:.2f}, ", end="")
     print(f"after {after:.2f}; medians of {args.rounds} rounds\n")
     print(table(results))
+    print(f"\nIssue 31's targets, SQLite (PostgreSQL):\n\n{targets_table(results)}")
 
 
 if __name__ == "__main__":
