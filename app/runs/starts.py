@@ -34,6 +34,9 @@ from app.storage import Database
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+_LEAST = 8
+"""A group shared out of a herd takes at least this many starts."""
+
 Work = Callable[[AsyncConnection], Awaitable[T]]
 """A start's writes and reads, on the group's connection (its transaction uncommitted)."""
 
@@ -83,7 +86,11 @@ class StartGroups:
 
     def _more(self) -> None:
         while self._waiting and len(self._groups) < self.parallel:
-            group, self._waiting = self._waiting[: self.most], self._waiting[self.most :]
+            # With groups side by side (PostgreSQL), a herd is shared out among them: each
+            # group's statements wait on the network while the others' run.
+            share = max(_LEAST, -(-len(self._waiting) // self.parallel))
+            size = min(self.most, share)
+            group, self._waiting = self._waiting[:size], self._waiting[size:]
             task = asyncio.create_task(self._group(group), name="parley-start-group")
             self._groups.add(task)
             task.add_done_callback(self._done)
