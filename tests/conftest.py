@@ -15,7 +15,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import asyncpg
 import pytest
@@ -35,10 +35,28 @@ POSTGRES_URL = os.environ.get(
 # pytest-socket (``--allow-hosts`` in pyproject.toml).
 PROVIDER_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PARLEY_OPENAI_", "PARLEY_ANTHROPIC_")
 PROVIDER_ENV_NAMES = ("PARLEY_DEFAULT_PROVIDER",)
+# The tests that share one pytest-xdist worker, run one after another there: the browser tests,
+# one chromium at a time rather than several competing for the cores under ``expect``'s timeouts.
+ONE_WORKER = ("tests/browser/",)
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (``make test``): each test goes to whichever worker is free, but those
+    under ``ONE_WORKER`` all go to one. (xdist's own ``xdist_group`` marks no longer group
+    anything under pytest 9.2, whose node ids do not take the group suffix xdist appends.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((group for group in ONE_WORKER if nodeid.startswith(group)), nodeid)
+
+    return OneWorkerGroups(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
