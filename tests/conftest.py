@@ -193,7 +193,7 @@ def backend_template(backend: str, request: pytest.FixtureRequest) -> Path | Pos
     return template
 
 
-def _copy_sqlite(template: Path, directory: Path) -> str:
+def copy_sqlite(template: Path, directory: Path) -> str:
     path = directory / "parley.db"
     shutil.copyfile(template, path)
     return f"sqlite+aiosqlite:///{path}"
@@ -205,7 +205,7 @@ async def database_url(
 ) -> AsyncIterator[str]:
     """The URL of a migrated database holding no rows, for this test alone."""
     if backend == "sqlite":
-        yield _copy_sqlite(cast(Path, backend_template), tmp_path)
+        yield copy_sqlite(cast(Path, backend_template), tmp_path)
         return
     server = cast(PostgresServer, backend_template)
     await server.truncate()
