@@ -261,7 +261,7 @@ def database_urls(
         server: PostgresServer = request.getfixturevalue("postgres_server")
     except pytest.skip.Exception:
         return urls
-    asyncio.run(server.truncate())
+    asyncio.run(server.empty())
     return [*urls, server.url_for(server.migrated)]
 
 

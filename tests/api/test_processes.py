@@ -261,7 +261,7 @@ async def test_sigterm_while_the_database_does_not_answer_still_exits(
         server.stop()
         proxy.close()
     # Closing the proxy ends the server's session too: one left open keeps its transaction's
-    # locks, and every later test's TRUNCATE waits on them.
+    # locks, and every later test's emptying of the tables waits on them.
     dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
     sessions = await asyncpg.connect(dsn)
     try:
