@@ -51,7 +51,10 @@ typecheck: $(STAMP)
 # PYTEST_WORKERS=4 was the fastest on 2 cores. PYTEST_WORKERS=0 runs them in this process, as
 # plain `pytest` does.
 PYTEST_WORKERS ?= 4
-PYTEST = $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
+# Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): every
+# worker and each of the ~100 uvicorn processes the suite starts would compile the same modules
+# again (and pytest rewrite the same test modules' asserts), 3 s of CPU a worker.
+PYTEST = PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadgroup
 
 pytest: $(STAMP)
 	$(PYTEST) tests
