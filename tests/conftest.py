@@ -38,10 +38,33 @@ PROVIDER_ENV_NAMES = ("PARLEY_DEFAULT_PROVIDER",)
 # The tests that share one pytest-xdist worker, run one after another there: the browser tests,
 # one chromium at a time rather than several competing for the cores under ``expect``'s timeouts.
 ONE_WORKER = ("tests/browser/",)
+# The modules whose tests take longest (seconds each: schemathesis, processes killed and
+# waited for, TypeScript compilers): they run first, so that none starts near the end of a run
+# and goes on alone while the other workers have finished.
+LONGEST = (
+    "tests/api/test_contract_fuzz.py",
+    "tests/webhooks/test_processes.py",
+    "tests/spend/test_processes.py",
+    "tests/api/test_processes.py",
+    "tests/ops/test_request_heads.py",
+    "tests/api/test_reader_watch.py",
+    "tests/api/test_typescript_types.py",
+    "tests/api/test_typescript_types_hey_api.py",
+    "tests/storage/test_migrations.py",
+    "tests/storage/test_migration_lock.py",
+    "tests/runs/test_live_memory.py",
+    "tests/api/test_generated_client.py",
+)
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``LONGEST`` modules' tests first, in that order, each module's in its own."""
+    rank = {config.rootpath / path: n for n, path in enumerate(LONGEST)}
+    items.sort(key=lambda item: rank.get(item.path, len(LONGEST)))
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
