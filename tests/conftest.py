@@ -1,9 +1,9 @@
 """Shared fixtures: each test gets a clean migrated database, on SQLite and on PostgreSQL.
 
-Imports pytest, alembic, asyncpg and app.storage; nothing domain- or API-specific but the
-start-up warm-up that apps built in a test's process skip. Databases are built by ``alembic
-upgrade head`` once per session; SQLite tests get a copy of that file, PostgreSQL tests the
-session's database with every table emptied before the test.
+Imports pytest, alembic, asyncpg and app.storage; nothing domain- or API-specific (the apps
+tests build in their own process: tests/apps.py). Databases are built by ``alembic upgrade
+head`` once per session; SQLite tests get a copy of that file, PostgreSQL tests the session's
+database with every table emptied before the test.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from sqlalchemy.engine import make_url
 
 from app.storage import Database
 from app.storage.tables import Base
+
+pytest_plugins = ["tests.apps"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
@@ -90,22 +92,6 @@ def sealed_environment() -> Iterator[None]:
         for name in list(os.environ):
             if name.startswith(PROVIDER_ENV_PREFIXES) or name in PROVIDER_ENV_NAMES:
                 patch.delenv(name)
-        yield
-
-
-@pytest.fixture(scope="session", autouse=True)
-def apps_resolve_routes_when_asked() -> Iterator[None]:
-    """The apps a test builds in its own process skip the start-up warm-up (``_warm_up`` in
-    app/main.py): it resolves every route ahead of its first request, 25 ms of CPU, a third of
-    an app's start, for a test that asks two or three of them (each resolves on first use).
-    The uvicorn processes tests start (tests/processes.py) warm up as served."""
-    import app.main
-
-    async def resolve_when_asked(app: object) -> None:
-        return None
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(app.main, "_warm_up", resolve_when_asked)
         yield
 
 
