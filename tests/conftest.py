@@ -1,8 +1,9 @@
 """Shared fixtures: each test gets a clean migrated database, on SQLite and on PostgreSQL.
 
-Imports pytest, alembic, asyncpg and app.storage; nothing domain- or API-specific. Databases are
-built by ``alembic upgrade head`` once per session; SQLite tests get a copy of that file,
-PostgreSQL tests the session's database with every table truncated before the test.
+Imports pytest, alembic, asyncpg and app.storage; nothing domain- or API-specific (the apps
+tests build in their own process: tests/apps.py). Databases are built by ``alembic upgrade
+head`` once per session; SQLite tests get a copy of that file, PostgreSQL tests the session's
+database with every table emptied before the test.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import asyncpg
 import pytest
@@ -26,6 +27,8 @@ from sqlalchemy.engine import make_url
 from app.storage import Database
 from app.storage.tables import Base
 
+pytest_plugins = ["tests.apps"]
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 POSTGRES_URL = os.environ.get(
     "PARLEY_TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/"
@@ -35,10 +38,51 @@ POSTGRES_URL = os.environ.get(
 # pytest-socket (``--allow-hosts`` in pyproject.toml).
 PROVIDER_ENV_PREFIXES = ("OPENAI_", "ANTHROPIC_", "PARLEY_OPENAI_", "PARLEY_ANTHROPIC_")
 PROVIDER_ENV_NAMES = ("PARLEY_DEFAULT_PROVIDER",)
+# The tests that share one pytest-xdist worker, run one after another there: the browser tests,
+# one chromium at a time rather than several competing for the cores under ``expect``'s timeouts.
+ONE_WORKER = ("tests/browser/",)
+# The modules whose tests take longest (seconds each: schemathesis, processes killed and
+# waited for, TypeScript compilers): they run first, so that none starts near the end of a run
+# and goes on alone while the other workers have finished.
+LONGEST = (
+    "tests/api/test_contract_fuzz.py",
+    "tests/webhooks/test_processes.py",
+    "tests/spend/test_processes.py",
+    "tests/api/test_processes.py",
+    "tests/ops/test_request_heads.py",
+    "tests/api/test_reader_watch.py",
+    "tests/api/test_typescript_types.py",
+    "tests/api/test_typescript_types_hey_api.py",
+    "tests/storage/test_migrations.py",
+    "tests/storage/test_migration_lock.py",
+    "tests/runs/test_live_memory.py",
+    "tests/api/test_generated_client.py",
+)
 BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
 ]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The ``LONGEST`` modules' tests first, in that order, each module's in its own."""
+    rank = {config.rootpath / path: n for n, path in enumerate(LONGEST)}
+    items.sort(key=lambda item: rank.get(item.path, len(LONGEST)))
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadgroup`` (``make test``): each test goes to whichever worker is free, but those
+    under ``ONE_WORKER`` all go to one. (xdist's own ``xdist_group`` marks no longer group
+    anything under pytest 9.2, whose node ids do not take the group suffix xdist appends.)"""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class OneWorkerGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((group for group in ONE_WORKER if nodeid.startswith(group)), nodeid)
+
+    return OneWorkerGroups(config, log)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -69,7 +113,7 @@ class PostgresServer:
 
     @property
     def migrated(self) -> str:
-        """The session's migrated database, truncated before each test."""
+        """The session's migrated database, emptied before each test."""
         return f"{self.prefix}_migrated"
 
     def url_for(self, database: str) -> str:
@@ -93,18 +137,21 @@ class PostgresServer:
         await self.execute(f'CREATE DATABASE "{name}"')
         return name
 
-    async def truncate(self) -> None:
-        """Empty every table of the migrated database.
+    async def empty(self) -> None:
+        """Empty every table of the migrated database: ``DELETE``, the referencing tables first.
+        (A test leaves a few rows: ``TRUNCATE`` made new files for every table and index, 30 ms
+        of the server's time before each test.)
 
-        A transaction an earlier test left open fails this test, not hangs it, and not every
-        test after it: the sessions holding the tables are named, then ended.
+        A transaction an earlier test left open on rows fails this test, not hangs it, and not
+        every test after it: the sessions holding them are named, then ended.
         """
-        tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+        tables = reversed(Base.metadata.sorted_tables)
+        emptying = "; ".join(f'DELETE FROM "{t.name}"' for t in tables)  # one transaction
         connection = await asyncpg.connect(self.dsn(self.migrated), timeout=5)
         try:
             await connection.execute("SET lock_timeout = '10s'")
             try:
-                await connection.execute(f"TRUNCATE {tables} CASCADE")
+                await connection.execute(emptying)
             except asyncpg.LockNotAvailableError:
                 leaked = await connection.fetch(
                     "SELECT pid, state, application_name, left(query, 200) AS query,"
@@ -175,7 +222,7 @@ def backend_template(backend: str, request: pytest.FixtureRequest) -> Path | Pos
     return template
 
 
-def _copy_sqlite(template: Path, directory: Path) -> str:
+def copy_sqlite(template: Path, directory: Path) -> str:
     path = directory / "parley.db"
     shutil.copyfile(template, path)
     return f"sqlite+aiosqlite:///{path}"
@@ -187,10 +234,10 @@ async def database_url(
 ) -> AsyncIterator[str]:
     """The URL of a migrated database holding no rows, for this test alone."""
     if backend == "sqlite":
-        yield _copy_sqlite(cast(Path, backend_template), tmp_path)
+        yield copy_sqlite(cast(Path, backend_template), tmp_path)
         return
     server = cast(PostgresServer, backend_template)
-    await server.truncate()
+    await server.empty()
     yield server.url_for(server.migrated)
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+import pytest_asyncio
 
 from tests.api.conftest import live_server  # the real uvicorn fixture
 
@@ -35,15 +36,14 @@ def _unavailable() -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (``make test``) the browser tests share one worker: one chromium at
-    a time, as without workers, rather than two competing for the cores under ``expect``'s
-    timeouts. Called with every test of the session: only this directory's are marked."""
-    if not config.pluginmanager.hasplugin("xdist"):
-        return
+    """The browser tests run in one event loop for the session, the loop of the one chromium
+    they share (``browser``); under pytest-xdist they share one worker too (``ONE_WORKER`` in
+    tests/conftest.py). Called with every test of the session: only this directory's are
+    marked."""
     here = Path(__file__).parent
     for item in items:
         if item.path.is_relative_to(here):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
 
 
 @pytest.fixture(params=["sqlite"])
@@ -52,8 +52,10 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def browser() -> AsyncIterator[object]:
+    """One headless chromium for the session (launching one takes about a second of CPU);
+    each test opens contexts of its own on it, which share no cookies, storage or cache."""
     reason = _unavailable()
     if reason is not None:
         if os.environ.get("PARLEY_REQUIRE_BROWSER") == "1":

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +19,9 @@ import pytest
 
 from tests.api.sse import Event, events
 from tests.api.test_processes import Start, start_server
+from tests.conftest import PostgresServer
 from tests.processes import ServerProcess
-from tests.spend.conftest import ADMIN, ADMIN_HEADERS, bearer
+from tests.spend.conftest import ADMIN, ADMIN_HEADERS, PRICES, bearer
 
 __all__ = ["start_server"]  # the fixture, from the processes tests
 
@@ -32,6 +35,25 @@ ASK = {"messages": [{"role": "user", "text": "one two three four five"}]}
 def servers(start: Start, prices_file: str, count: int = 3, **settings: Any) -> list[ServerProcess]:
     started = [start(admin_token=ADMIN, prices_file=prices_file, **settings) for _ in range(count)]
     return [s.wait_ready() for s in started]
+
+
+@pytest.fixture(scope="module")
+def shared(
+    postgres_server: PostgresServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[ServerProcess]]:
+    """Three processes on the session's PostgreSQL database, the offline model at 30 ms a word,
+    for the tests that neither stop them nor need other settings (a process takes a second of
+    CPU to start). Each test still starts on emptied tables: it asks for ``database_url``."""
+    root = tmp_path_factory.mktemp("spend-processes")
+    (root / "prices.json").write_text(json.dumps(PRICES))
+    url = postgres_server.url_for(postgres_server.migrated)
+    settings = {"admin_token": ADMIN, "prices_file": root / "prices.json", "offline_delay_ms": 30}
+    started = [ServerProcess(url, root / f"server{n}.log", **settings) for n in range(3)]
+    try:
+        yield [server.wait_ready() for server in started]
+    finally:
+        for server in started:
+            server.stop()
 
 
 async def new_key(http: httpx.AsyncClient, url: str, **limits: Any) -> dict[str, Any]:
@@ -59,9 +81,9 @@ async def spent(http: httpx.AsyncClient, url: str, key_id: str) -> dict[str, Any
 
 
 async def test_thirty_clients_race_one_keys_last_requests(
-    start_server: Start, prices_file: str
+    database_url: str, shared: list[ServerProcess]
 ) -> None:
-    procs = servers(start_server, prices_file)
+    procs = shared
     async with httpx.AsyncClient(timeout=30) as http:
         for _ in range(3):  # a race that straddles a minute's end is run again
             key = await new_key(http, procs[0].url, requests_per_minute=20)
@@ -96,11 +118,11 @@ async def test_thirty_clients_race_one_keys_runs(start_server: Start, prices_fil
 
 @pytest.mark.parametrize("kind", ["budget_usd_per_month", "output_tokens_per_day"])
 async def test_thirty_clients_race_one_keys_last_tokens_and_dollars(
-    start_server: Start, prices_file: str, kind: str
+    database_url: str, shared: list[ServerProcess], kind: str
 ) -> None:
     """The key spends one run, then its budget is set to 2.5 runs' worth: of 30 runs started
     at once on 3 processes, what is charged stays within one run of the budget."""
-    procs = servers(start_server, prices_file, offline_delay_ms=30)
+    procs = shared
     async with httpx.AsyncClient(timeout=30) as http:
         key = await new_key(http, procs[0].url)
         assert (await run_once(http, procs[0].url, key["token"])).status_code == 200
@@ -130,9 +152,9 @@ async def test_thirty_clients_race_one_keys_last_tokens_and_dollars(
 
 
 async def test_a_revocation_is_refused_on_another_process_within_a_second(
-    start_server: Start, prices_file: str
+    database_url: str, shared: list[ServerProcess]
 ) -> None:
-    a, b = servers(start_server, prices_file, count=2)
+    a, b = shared[:2]
     async with httpx.AsyncClient(timeout=30) as http:
         key = await new_key(http, a.url)
         assert (

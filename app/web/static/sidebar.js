@@ -45,8 +45,12 @@ function listQuery(cursor) {
 }
 
 // The conversations, newest first (best match first while searching): as many pages as the
-// user asked for with "More conversations" (so the list keeps its length when re-read).
+// user asked for with "More conversations" (so the list keeps its length when re-read). Only
+// the latest reading is shown: an earlier one answered later (a Restore's, overtaken by
+// unticking "Show archived") would put back the list as it was asked for then.
+let readings = 0;
 export async function loadConversations() {
+  const reading = ++readings;
   const items = [];
   let cursor = null;
   for (let n = 0; n < app.state.pages; n++) {
@@ -55,6 +59,7 @@ export async function loadConversations() {
     cursor = page.next_cursor;
     if (!cursor) break;
   }
+  if (reading !== readings) return items;
   const list = $("conversations");
   list.replaceChildren(...items.map(listItem));
   $("more").hidden = !cursor;
