@@ -20,6 +20,9 @@ async def test_a_long_message_and_a_long_reply_are_stored_and_found(database_url
         offline_delay_ms=0,
         max_text_chars=2_000_000,
         max_body_bytes=4_000_000,
+        # a reply of 150,000 words takes seconds of CPU: on a loaded machine (under coverage)
+        # the run's renewals came later than the 6 s lease, and it stopped with `lease_lost`
+        run_lease_seconds=60,
     )
     async with app_client(settings) as client:
         conv = (await client.post("/conversations", json={})).json()["id"]

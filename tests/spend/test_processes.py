@@ -103,7 +103,9 @@ async def test_thirty_clients_race_one_keys_last_requests(
 
 
 async def test_thirty_clients_race_one_keys_runs(start_server: Start, prices_file: str) -> None:
-    procs = servers(start_server, prices_file, offline_delay_ms=200)
+    # Each run takes 5 s (5 words): the 30 requests all come while the first two still run,
+    # even on a loaded machine (at 1 s a run, under coverage, two more started after them).
+    procs = servers(start_server, prices_file, offline_delay_ms=1000)
     async with httpx.AsyncClient(timeout=30) as http:
         key = await new_key(http, procs[0].url, max_concurrent_runs=2)
         urls = itertools.cycle(p.url for p in procs)
