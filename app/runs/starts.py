@@ -10,8 +10,9 @@ once, alone (no savepoint: it costs what it did before); those that arrive while
 is under way form the next, each in a savepoint of its own, so a start that is refused (a
 held lease, a version that does not match, a budget spent) rolls back its own writes only and
 gets its own error, while the others commit. A transaction that fails as a whole (a deadlock
-between two processes' groups, the connection lost) is retried start by start, so one start
-never costs another its answer. Starts are taken in the order of their conversation ids, so two
+between two processes' groups) is retried start by start, so one start never costs another its
+answer; a database that does not answer fails the group's starts at once (503), each alone would
+wait for it again. Starts are taken in the order of their conversation ids, so two
 processes' groups lock their rows in one order.
 
 A caller that goes away (a cancelled request) before its start was taken is dropped; once its
@@ -29,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage import Database
+from app.storage import Database, DatabaseUnavailable
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -108,11 +109,14 @@ class StartGroups:
         try:
             outcomes = await self._transaction(group)
         except Exception as exc:
-            if len(group) > 1:  # one by one: each start its own answer
+            # One by one, each start its own answer — unless the database did not answer at all
+            # (each alone would wait for it again, the last start a whole group's timeouts).
+            if len(group) > 1 and not isinstance(exc, DatabaseUnavailable):
                 for start in group:
                     await self._alone(start)
                 return
-            _settle(group[0], exc)
+            for start in group:
+                _settle(start, exc)
             return
         except BaseException:  # the process is going away: so are the starts
             for start in group:

@@ -15,7 +15,7 @@ from app.runs.delta import Delta
 from app.runs.errors import NothingToAnswer, PendingToolCalls
 from app.runs.follow import RunReader
 from app.runs.services import Services
-from app.storage import ConversationNotFound, LeaseHeld, VersionConflict
+from app.storage import ConversationNotFound, DatabaseUnavailable, LeaseHeld, VersionConflict
 from tests.runs.conftest import (
     OWNER,
     MakeServices,
@@ -211,3 +211,30 @@ async def test_a_caller_gone_before_its_start_was_taken_starts_nothing(
 async def _runs(services: Services, conversation_id: str) -> list[Any]:
     records, _ = await RunReader(services, OWNER).list(conversation_id, 10, None)
     return list(records)
+
+
+async def test_a_group_the_database_does_not_answer_fails_at_once_not_start_by_start(
+    make_services: MakeServices,
+) -> None:
+    services = await make_services(PacedAdapter(words=2, delay=0.01))
+    ids = [await new_conversation(services, "hi") for _ in range(6)]
+    starts = services.starts
+    transaction = starts._transaction
+    tried: list[int] = []
+
+    async def unanswered(group: list[Any]) -> list[Any]:
+        if len(group) > 1:  # as a database that refuses or times out every connection
+            tried.append(len(group))
+            raise DatabaseUnavailable()
+        return await transaction(group)
+
+    starts._transaction = unanswered  # type: ignore[method-assign]
+    starts.parallel = 1
+    blocker = asyncio.ensure_future(start_run(services, ids[0]))  # alone: the others queue
+    outcomes = await asyncio.gather(
+        *(start_run(services, c) for c in ids[1:]), return_exceptions=True
+    )
+
+    assert tried == [5]  # one try for the group: no connection attempt per start after it
+    assert all(isinstance(o, DatabaseUnavailable) for o in outcomes), outcomes
+    assert body((await all_events(await blocker))[-1])["status"] == "completed"
