@@ -78,8 +78,8 @@ class StartGroups:
         except asyncio.CancelledError:
             if not start.taken:  # not begun: it never happens
                 start.future.cancel()
-            elif start.future.done():  # committed, and the caller was cancelled just after
-                if start.future.exception() is None:
+            elif start.future.done():  # settled, and the caller was cancelled just after
+                if not start.future.cancelled() and start.future.exception() is None:
                     orphan(start.future.result())
             else:
                 start.orphan = orphan
