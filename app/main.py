@@ -20,9 +20,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager, context
 from anyio.lowlevel import checkpoint
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
-from sse_starlette.sse import AppStatus
 
 from app.api.contract import document_contract
+from app.api.event_stream import OpenStreams
 from app.api.middleware.browser import install_browser_support
 from app.api.middleware.head import HeadAsGet
 from app.api.middleware.hosts import AllowedHosts
@@ -69,11 +69,8 @@ FILES_PATH = "/files"  # uploads: multipart, up to PARLEY_FILE_MAX_*_BYTES (docs
 
 
 def _exiting() -> bool:
-    """Whether the server was told to stop (SIGTERM, SIGINT): sse-starlette's flag, or the
-    uvicorn server whose signal handler is installed (a ``--workers`` child imports the app only
-    after that, so sse-starlette's patch of the handler does not reach it)."""
-    if AppStatus.should_exit:
-        return True
+    """Whether the server was told to stop (SIGTERM, SIGINT): the flag of the uvicorn server
+    whose signal handler is installed."""
     server = getattr(signal.getsignal(signal.SIGTERM), "__self__", None)
     return bool(getattr(server, "should_exit", False))
 
@@ -116,14 +113,16 @@ class _ServingHeap:
 _heap = _ServingHeap()
 
 
-async def _drain_on_exit_signal(services: Services) -> None:
-    """On SIGTERM, drain the runs while their streams are still open: uvicorn ends the
-    lifespan only once every stream has ended."""
+async def _drain_on_exit_signal(services: Services, streams: OpenStreams) -> None:
+    """On SIGTERM, drain the runs while their streams are still open (uvicorn ends the
+    lifespan only once every stream has ended), and end the streams still open after the
+    drain's time (followers of runs on other processes)."""
     # Flags set by a signal handler: there is nothing to await.
     while not _exiting():  # noqa: ASYNC110
         await asyncio.sleep(0.1)
     log.info("shutting down: draining %d runs", len(services.manager.all()))
-    await services.drain()
+    grace = services.settings.shutdown_drain_seconds
+    await asyncio.gather(services.drain(), streams.close(grace))
 
 
 async def _warm_up(app: FastAPI) -> None:
@@ -149,7 +148,9 @@ def _lifespan(
         await services.start()
         services.manager.exit_requested = _exiting  # a run asked for after SIGTERM: 503 at once
         await _warm_up(app)
-        watcher = asyncio.create_task(_drain_on_exit_signal(services), name="parley-sigterm")
+        watcher = asyncio.create_task(
+            _drain_on_exit_signal(services, app.state.streams), name="parley-sigterm"
+        )
         try:
             with _heap.serving():
                 yield
@@ -207,6 +208,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.services = services
+    app.state.streams = OpenStreams(settings.sse_ping_seconds, settings.sse_send_timeout_seconds)
     install_problem_handlers(app)
     _include_routes(app)
     _add_middleware(app, settings)

@@ -86,14 +86,11 @@ class ReaderWatch:
             return False
         return now - self._since >= self.patience
 
-    async def watch(self) -> None:
-        """Return once the peer is found not reading (then abort the connection); never
-        otherwise (cancel it when the response ends)."""
-        loop = asyncio.get_running_loop()
-        every = min(5.0, self.patience / 4)
-        while True:
-            await asyncio.sleep(every)
-            if self.stalled(loop.time()):
-                log.info("a client read nothing for %ss: its connection was closed", self.patience)
-                self.transport.abort()
-                return
+    def check(self, now: float) -> bool:
+        """Whether the peer is found not reading (then the connection is aborted, so the
+        stream sees its client leave). Called now and then (app/api/event_stream.py)."""
+        if not self.stalled(now):
+            return False
+        log.info("a client read nothing for %ss: its connection was closed", self.patience)
+        self.transport.abort()
+        return True

@@ -6,18 +6,9 @@ one f-string and one encode a frame, as before, and a batch is joined once.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Iterable
 
-from sse_starlette import EventSourceResponse
-from sse_starlette.sse import SendTimeoutError
-from starlette.types import Receive, Scope, Send
-
-from app.api.reader_watch import ReaderWatch
 from app.runs.events import RunEvent
-
-log = logging.getLogger(__name__)
 
 
 def frame(event: RunEvent, run_id: str) -> bytes:
@@ -38,20 +29,3 @@ def retry(milliseconds: int) -> bytes:
     """The ``retry:`` field a stream starts with: how long a client's ``EventSource`` waits
     before it reconnects (``PARLEY_SSE_RETRY_MS``). A frame without ``data`` is no event."""
     return f"retry: {milliseconds}\n\n".encode()
-
-
-class WatchedEventSource(EventSourceResponse):
-    """An SSE response that treats a client which stopped reading as gone, quietly: after the
-    send timeout of its TCP window standing still (app/api/reader_watch.py), or of a blocked
-    write."""
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        watch = ReaderWatch.of(scope, self.send_timeout or 0)
-        watching = asyncio.create_task(watch.watch()) if watch is not None else None
-        try:
-            await super().__call__(scope, receive, send)
-        except* SendTimeoutError:
-            log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
-        finally:
-            if watching is not None:
-                watching.cancel()

@@ -84,6 +84,8 @@ class RunReader:
             runs = RunRepository(reader.session)
             run = await runs.get(run_id, conversation_id, self.owner)
             live = self.services.manager.get(run.id)
+            if live is not None and live.done and seq >= live.seq:
+                return None  # its `done` was sent, and the reader had it: its task is ending
             if live is None and run.finished and not await runs.events_after(run.id, seq):
                 if not await runs.has_events(run.id):
                     raise EventsExpired(run.id)

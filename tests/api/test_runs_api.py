@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import httpx
-from sse_starlette.sse import AppStatus
 
 from app.main import create_app
 from app.settings import Settings
@@ -132,14 +131,12 @@ async def test_a_run_asked_for_the_moment_the_server_is_told_to_stop_is_a_503(
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as client:
             conv_id = await create(client)
-            AppStatus.should_exit = True  # what uvicorn's SIGTERM handler sets, patched by sse
-            try:
-                response = await client.post(
-                    f"/conversations/{conv_id}/stream",
-                    json={"messages": [{"role": "user", "text": "hi"}]},
-                )
-            finally:
-                AppStatus.should_exit = False
+            # What uvicorn's SIGTERM handler's flag says, before the drain has begun.
+            app.state.services.manager.exit_requested = lambda: True
+            response = await client.post(
+                f"/conversations/{conv_id}/stream",
+                json={"messages": [{"role": "user", "text": "hi"}]},
+            )
             assert response.status_code == 503, response.text
             assert response.json()["code"] == "shutting_down"
             assert (await client.get(f"/conversations/{conv_id}/runs")).json()["items"] == []

@@ -1,6 +1,6 @@
 """The HTTP response that carries a run in the AI SDK's UI message stream protocol.
 
-May import Starlette, sse-starlette, the api's deps and the runs layer. Every route that speaks
+May import Starlette, the api's deps and the runs layer. Every route that speaks
 the protocol answers through ``chat_stream``: the protocol's header, ``data:`` frames from the
 one translator (``app.api.ai_sdk.chunks``), the pings and send timeout of every stream.
 """
@@ -12,20 +12,17 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from sse_starlette import EventSourceResponse
-from starlette.background import BackgroundTask
-
 from app.api.ai_sdk.chunks import HEADER, VERSION, stream_frames
 from app.api.ai_sdk.messages import reply_id
 from app.api.deps import Caller
+from app.api.event_stream import EventStream
 from app.api.paths import file_content_path
-from app.api.sse import WatchedEventSource
 from app.runs.events import RunEvent, event_id, parse_event_id
 
 log = logging.getLogger(__name__)
 
 ChatStreamer = Callable[
-    [str, AsyncIterator[list[RunEvent]], Callable[[], None] | None], EventSourceResponse
+    [str, AsyncIterator[list[RunEvent]], Callable[[], None] | None], EventStream
 ]
 """Makes the protocol's response of a run: (run id, its event batches, what closing does)."""
 
@@ -81,34 +78,12 @@ def chat_streamer(caller: Caller, conversation_id: str) -> ChatStreamer:
 
     def respond(
         run_id: str, batches: AsyncIterator[list[RunEvent]], on_close: Callable[[], None] | None
-    ) -> EventSourceResponse:
+    ) -> EventStream:
         async def frames() -> AsyncIterator[bytes]:
-            try:
-                async for data in stream_frames(batches, name, file_url):
-                    yield data
-            finally:
-                if on_close is not None:
-                    on_close()
+            async for data in stream_frames(batches, name, file_url):
+                yield data
 
-        async def closed() -> None:
-            if on_close is not None:
-                on_close()
-
-        settings = caller.services.settings
-        headers = {
-            HEADER: VERSION,
-            "Cache-Control": "no-store",
-            "X-Accel-Buffering": "no",
-            "X-Run-Id": run_id,
-        }
-        return WatchedEventSource(
-            frames(),
-            ping=settings.sse_ping_seconds,
-            sep="\n",
-            send_timeout=settings.sse_send_timeout_seconds,
-            shutdown_grace_period=settings.shutdown_drain_seconds,
-            background=BackgroundTask(closed) if on_close is not None else None,
-            headers=headers,
-        )
+        headers = {HEADER: VERSION, "X-Run-Id": run_id}
+        return EventStream(frames(), headers=headers, on_close=on_close)
 
     return respond

@@ -17,13 +17,13 @@ from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query, Response
-from sse_starlette import EventSourceResponse
 
 from app.api import attach
 from app.api.ai_sdk.request import ChatAsk, ChatRequest, ask
 from app.api.ai_sdk.response import AI_SDK_RESPONSES, chat_streamer
 from app.api.bodies import ParsedBodyRoute
 from app.api.deps import Caller, CallerDep
+from app.api.event_stream import EventStream
 from app.domain import TextMessage
 from app.runs.events import OnDisconnect
 from app.runs.follow import follow_live
@@ -38,7 +38,7 @@ CHAT_RESPONSES = {
 }
 
 
-@router.post("/chat", responses=CHAT_RESPONSES, response_class=EventSourceResponse)
+@router.post("/chat", responses=CHAT_RESPONSES, response_class=EventStream)
 async def chat(
     body: ChatRequest,
     caller: CallerDep,
@@ -86,7 +86,7 @@ async def _with_files(wanted: ChatAsk, caller: Caller) -> ChatAsk:
 @router.get(
     "/chat/{conversation_id}/stream",
     responses={**AI_SDK_RESPONSES, 204: {"description": "Nothing runs: nothing to resume."}},
-    response_class=EventSourceResponse,
+    response_class=EventStream,
 )
 async def resume_chat(
     conversation_id: Annotated[str, Path(description="The conversation id.")],

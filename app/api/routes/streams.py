@@ -1,6 +1,6 @@
 """Routes that run the model and follow runs: the SSE stream (POST starts a run, applying a
 delta first; GET only follows the running run or resumes one), background runs, cancel, and the
-runs of a conversation. May import FastAPI, sse-starlette, schemas, deps and the runs layer.
+runs of a conversation. May import FastAPI, schemas, deps and the runs layer.
 
 Events (DESIGN §4, app/runs/events.py): each has a name, an ``id`` ``<run id>:<seq>`` and a
 JSON body. Errors before the first event are problem+json; after it, an ``error`` event, then
@@ -19,18 +19,16 @@ from typing import Annotated, Any, Literal, Protocol
 
 from fastapi import APIRouter, Body, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
-from sse_starlette import EventSourceResponse
-from starlette.background import BackgroundTask
 
 from app.api import attach, convert
 from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
 from app.api.bodies import ParsedBodyRoute
 from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
+from app.api.event_stream import EventStream
 from app.api.idempotency import IdempotencyKeyHeader, idempotent, replay_from
 from app.api.paths import public_path
 from app.api.routes.conversations import IdPath
 from app.api.schemas import CancelOut, DeltaBundle, RunOut, RunPage
-from app.api.sse import WatchedEventSource
 from app.api.sse import frames as sse_frames
 from app.api.sse import retry as sse_retry
 from app.runs.events import EVENT_ID_PATTERN, OnDisconnect, RunEvent
@@ -102,27 +100,12 @@ def sse_response(
     settings = services.settings
 
     async def frames() -> AsyncIterator[bytes]:
-        try:
-            yield sse_retry(settings.sse_retry_ms)
-            async for batch in batches:
-                yield sse_frames(batch, run_id)
-        finally:
-            if on_close is not None:
-                on_close()
+        yield sse_retry(settings.sse_retry_ms)
+        async for batch in batches:
+            yield sse_frames(batch, run_id)
 
-    async def closed() -> None:  # async: a plain function would cost a worker-thread trip
-        if on_close is not None:
-            on_close()
-
-    return WatchedEventSource(
-        frames(),
-        ping=settings.sse_ping_seconds,
-        sep="\n",  # as the events' frames: sse-starlette's default ends its pings in CRLF
-        send_timeout=settings.sse_send_timeout_seconds,
-        shutdown_grace_period=settings.shutdown_drain_seconds,
-        background=BackgroundTask(closed) if on_close is not None else None,
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no", "X-Run-Id": run_id},
-    )
+    headers = {"X-Run-Id": run_id}
+    return EventStream(frames(), headers=headers, on_close=on_close)
 
 
 def _respond(caller: Caller, conversation_id: str, protocol: str) -> Respond:
@@ -186,7 +169,7 @@ RetryLastEventIdHeader = Annotated[
             "or the run has nothing left to send."
         },
     },
-    response_class=EventSourceResponse,
+    response_class=EventStream,
 )
 async def follow_stream(
     conversation_id: IdPath,
@@ -227,7 +210,7 @@ StreamBody = Annotated[
 @router.post(
     "/{conversation_id}/stream",
     responses={**SSE_RESPONSES, **STARTS_RESPONSES},
-    response_class=EventSourceResponse,
+    response_class=EventStream,
 )
 async def post_and_stream(
     request: Request,
