@@ -112,6 +112,8 @@ class LiveRun:
     """The lease is lost, or went unconfirmed past its grace: readers are told, the run stops."""
     _lease_timer: asyncio.TimerHandle | None = None
     task: asyncio.Task[None] | None = None
+    first_output: Callable[..., None] | None = None
+    """Called at the model's first output, then cleared (app/runs/priority.py)."""
     running: bool = False
     """Its task has begun: a stop cancels it (before that, the task sees ``stop_reason``)."""
     stop_reason: StopReason | None = None

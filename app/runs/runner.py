@@ -19,7 +19,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -95,6 +95,8 @@ class _StartRequest:
     delta: Delta
     expected_version: int | None
     on_disconnect: OnDisconnect
+    answered: Callable[..., None]
+    """Tells the writer the start's model answered (or it never will): app/runs/priority.py."""
 
 
 class RunService:
@@ -120,28 +122,33 @@ class RunService:
         run_id = new_run_id()
         delta = delta or Delta()
         asked_at = asyncio.get_running_loop().time()  # the lease runs from no earlier than this
-        request = _StartRequest(conversation_id, run_id, delta, expected_version, on_disconnect)
+        answered = services.writer.first_outputs.asked()
+        request = _StartRequest(
+            conversation_id, run_id, delta, expected_version, on_disconnect, answered
+        )
 
         def begin(session: AsyncConnection) -> Awaitable[_Begun]:
             return self._begin(session, request)
 
         def launch(begun: _Begun) -> LiveRun:
-            return self._launch(begun, run_id, on_disconnect, asked_at)
+            return self._launch(begun, request, asked_at)
 
         def orphan(begun: _Begun) -> None:  # the caller went away: started, then left
             services.manager.detached(launch(begun))
 
-        # A dead run's expired lease in the way: recovered, then this start once more.
-        begun = await recovering(
-            services, self.owner, lambda: services.starts.run(conversation_id, begin, orphan)
-        )
-        return launch(begun)
+        try:  # a dead run's expired lease in the way: recovered, then this start once more
+            begun = await recovering(
+                services, self.owner, lambda: services.starts.run(conversation_id, begin, orphan)
+            )
+            return launch(begun)
+        except BaseException:
+            answered()
+            raise
 
-    def _launch(
-        self, begun: _Begun, run_id: str, on_disconnect: OnDisconnect, asked_at: float
-    ) -> LiveRun:
+    def _launch(self, begun: _Begun, request: _StartRequest, asked_at: float) -> LiveRun:
         """The started run, live: its task begun, in the manager."""
         services = self.services
+        run_id, on_disconnect = request.run_id, request.on_disconnect
         record, messages, config, (adapter_name, model), started = begun
         files = OwnerFiles(services.files, self.owner)  # its messages' attachments, its images
         conversation = LLMConversation(messages, dataclasses.replace(config, attachments=files))
@@ -159,6 +166,7 @@ class RunService:
             [started],
             stored=started.seq,  # stored with the start
             gate=services.writer.gate if logged else None,
+            first_output=request.answered,
         )
         run.hold_lease_until(asked_at + services.settings.run_lease_seconds)
         services.manager.add(run)
@@ -166,6 +174,7 @@ class RunService:
         run.task = asyncio.create_task(
             self._run(run, conversation, observer, progress), name=f"run-{run_id}"
         )
+        run.task.add_done_callback(request.answered)  # ended before its model answered
         if services.manager.shutting_down:  # the drain began while this run was starting
             run.stop("shutdown")
         return run
@@ -310,6 +319,10 @@ class RunService:
                 out = run.next_chunk(event)
                 run.publish([out])
                 writer.add(run, out)
+                answered = run.first_output
+                if answered is not None:
+                    run.first_output = None
+                    answered()
         return natural_status(conversation)
 
     async def _within_budget(self, progress: Progress) -> None:

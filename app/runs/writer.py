@@ -25,6 +25,7 @@ from app.runs.events import FinalStatus, RunEvent
 from app.runs.live import LiveRun, RunManager, SendGate
 from app.runs.log_codec import merged_rows
 from app.runs.payloads import EventData
+from app.runs.priority import FirstOutputs
 from app.runs.recovery import recover
 from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable, load_prices
@@ -103,12 +104,16 @@ class EventWriter:
         self._manager = manager
         self._repository = repository
         self._reader = reader
+        self._wake = asyncio.Event()
         self._events: list[tuple[LiveRun, RunEvent]] = []
         self._commits: list[Commit] = []
         self._first_event_at: float | None = None
+        self._commits_at: float | None = None
+        self.first_outputs = FirstOutputs()
+        """Starts waiting for their model: flushes wait meanwhile (app/runs/priority.py)."""
+        self.first_outputs.on_clear = self._wake.set
         self._paused_until = 0.0
         """After a flush the database did not take, the next waits until then."""
-        self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self.transactions = 0
@@ -135,6 +140,8 @@ class EventWriter:
 
         Cancelling the caller does not cancel the commit: await ``commit.future`` to know.
         """
+        if not self._commits:
+            self._commits_at = self._now()
         self._commits.append(commit)
         self._wake.set()
         if self._task is None or self._task.done():  # not started (or gone): store it here
@@ -171,14 +178,15 @@ class EventWriter:
         next_sweep = loop.time() + renew_every
         while not self._closing:
             deadline = min(next_renew, next_poll, next_prune, next_sweep)
+            held = self.first_outputs.held_until
             if self._commits:
-                deadline = min(deadline, self._paused_until)
+                deadline = min(deadline, max(self._paused_until, held(self._commits_at)))
             elif self._events and self._first_event_at is not None:
                 due = self._first_event_at + settings.event_flush_seconds
-                deadline = min(deadline, max(due, self._paused_until))
+                deadline = min(deadline, max(due, self._paused_until, held(self._first_event_at)))
             await self._sleep_until(deadline)
             try:
-                if (self._commits or self._flush_due()) and self._now() >= self._paused_until:
+                if self._flush_ready():
                     await self._flush()
                 now = loop.time()
                 if now >= next_renew:  # first: after a stall, our leases before others' runs
@@ -206,11 +214,16 @@ class EventWriter:
                 await self._wake.wait()
         self._wake.clear()
 
-    def _flush_due(self) -> bool:
-        if not self._events or self._first_event_at is None:
+    def _flush_ready(self) -> bool:
+        """Commits wait, or events have waited a flush interval — and no start is owed the
+        loop first (``first_outputs``), nor is the database being given a rest."""
+        now, since = self._now(), self._first_event_at
+        interval = self._settings.event_flush_seconds
+        events_due = bool(self._events) and since is not None and now - since >= interval
+        if now < self._paused_until or not (self._commits or events_due or self._closing):
             return False
-        waited = self._now() - self._first_event_at
-        return self._closing or waited >= self._settings.event_flush_seconds
+        since = self._commits_at if self._commits else since
+        return self._closing or now >= self.first_outputs.held_until(since)
 
     # --- one flush: one transaction for every run -----------------------------------------------
 
@@ -218,6 +231,7 @@ class EventWriter:
         events, self._events = self._events, []
         commits, self._commits = self._commits, []
         first_event_at, self._first_event_at = self._first_event_at, None
+        self._commits_at = None
         if not events and not commits:
             return
         started = time.monotonic()

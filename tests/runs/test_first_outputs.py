@@ -1,0 +1,117 @@
+"""First outputs first (app/runs/priority.py), on both databases: while a start waits for its
+model, the event writer holds its flushes back (another run's ending, and so its ``done``, waits)
+and flushes what it held the moment that model answers; a start refused, or a run ended before
+its model answered, owes the writer nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+
+import pytest
+
+from app.domain import (
+    ContentBlockDelta,
+    ContentBlockStart,
+    ContentBlockStop,
+    Message,
+    MessageStop,
+    RequestOptions,
+    StreamChunk,
+    TextMessage,
+    ToolSpec,
+)
+from app.runs import priority
+from app.runs.errors import NothingToAnswer
+from app.runs.events import RunEvent
+from app.runs.services import Services
+from tests.runs.conftest import MakeServices, all_events, new_conversation, start_run
+from tests.runs.test_runs import PacedAdapter, body
+
+
+class GatedAdapter(PacedAdapter):
+    """Answers "ok" at once — or, to a conversation whose last message is "wait", only once
+    ``gate`` is set (a model slow to answer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def stream_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncIterator[StreamChunk]:
+        last = messages[-1]
+        if isinstance(last, TextMessage) and last.text == "wait":
+            await self.gate.wait()
+        yield ContentBlockStart(0)
+        yield ContentBlockDelta("ok")
+        yield ContentBlockStop(0)
+        yield MessageStop()
+
+
+async def _done_within(run_events: asyncio.Task[list[RunEvent]], seconds: float) -> bool:
+    done, _ = await asyncio.wait({run_events}, timeout=seconds)
+    return bool(done)
+
+
+async def test_an_ending_waits_while_a_start_waits_for_its_model_then_goes_at_once(
+    make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)  # held as long as the slow model takes
+    adapter = GatedAdapter()
+    services = await make_services(adapter)
+    slow = await start_run(services, await new_conversation(services, "wait"))
+    quick = await start_run(services, await new_conversation(services, "hi"))
+    quick_events = asyncio.create_task(all_events(quick))
+
+    # The quick run's reply is over, but its ending is held: its `done` waits.
+    assert not await _done_within(quick_events, 0.5)
+    assert services.writer.first_outputs.waiting == 1
+
+    adapter.gate.set()  # the slow model answers: what the writer held goes now
+    assert await _done_within(quick_events, 10.0)
+    assert body(quick_events.result()[-1])["status"] == "completed"
+    assert body((await all_events(slow))[-1])["status"] == "completed"
+    assert services.writer.first_outputs.waiting == 0
+
+
+async def test_a_flush_is_held_no_longer_than_the_most(
+    make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(priority, "HOLD_MOST", 0.2)
+    adapter = GatedAdapter()
+    services = await make_services(adapter)
+    slow = await start_run(services, await new_conversation(services, "wait"))
+    quick = await start_run(services, await new_conversation(services, "hi"))
+
+    events = await asyncio.wait_for(all_events(quick), 10.0)  # the model never answers slow
+
+    assert body(events[-1])["status"] == "completed"
+    assert services.writer.first_outputs.waiting == 1
+    slow.stop("cancel")
+    await all_events(slow)
+
+
+async def test_starts_that_never_reach_a_model_owe_the_writer_nothing(
+    make_services: MakeServices,
+) -> None:
+    adapter = GatedAdapter()
+    services = await make_services(adapter)
+    nothing = await new_conversation(services)  # only a system prompt: nothing to answer
+    with pytest.raises(NothingToAnswer):
+        await start_run(services, nothing)
+    assert services.writer.first_outputs.waiting == 0
+
+    stopped = await start_run(services, await new_conversation(services, "wait"))
+    assert services.writer.first_outputs.waiting == 1
+    stopped.stop("cancel")  # ended before its model answered
+    assert body((await all_events(stopped))[-1])["status"] == "aborted"
+    await _until_nothing_waits(services)
+
+
+async def _until_nothing_waits(services: Services) -> None:
+    for _ in range(100):
+        if services.writer.first_outputs.waiting == 0:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"{services.writer.first_outputs.waiting} starts still owed")
