@@ -71,7 +71,8 @@ RUNS_ACTIVE = Gauge(
 )
 TITLES = Counter(
     "parley_titles_total",
-    "Titles made after a reply, by outcome: stored, taken (another had titled it), failed.",
+    "Titles made after a reply, by outcome: stored, taken (another had titled it), failed, "
+    "over_budget (not asked for: the key's budget is spent).",
     ["outcome"],
 )
 OUTPUT_TOKENS = Counter(

@@ -413,7 +413,7 @@ class RunService:
                     text,
                     config.preferred_provider,
                     config.preferred_model,
-                    self.key.id if self.key is not None else None,
+                    self.key,
                 )
             )
 

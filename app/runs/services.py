@@ -64,7 +64,9 @@ class Services:
         self.writer.on_flush = metrics.event_log_flush
         self.files = FileStore(self.database, self.settings)
         self.file_sweeper = FileSweeper(self.files)
-        self.titler = Titler(self.settings, self.configs.selector, self.repository, self.prices)
+        self.titler = Titler(
+            self.settings, self.configs.selector, self.repository, self.reader, self.prices
+        )
         self.deliverer = Deliverer(self.settings, self.database)
         self.listener = Listener(self.database, self._on_notification)
         self.starts = StartGroups(self.database, parallel=1 if self.database.is_sqlite else 4)

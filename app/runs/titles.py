@@ -1,12 +1,14 @@
 """Titles made for conversations after a completed reply (``PARLEY_AUTO_TITLE``, docs/search.md).
 
-Imports app.domain, app.storage and app.observability. After a run completes a reply of a
-conversation without a title, ``Titler.after_reply`` starts a background task: a small model
-call (the title provider and model are settings) given the first user message, its answer cut to
-a few words. The task never delays or fails the run: a failure is logged and counted
-(``parley_titles_total{outcome="failed"}``). ``store_title`` is the one place a made title is
-stored — a conditional write, so of processes titling one conversation at once exactly one
-stores — and where what follows a stored title (the ``conversation.titled`` webhook) belongs.
+Imports app.domain, app.storage, app.spend and app.observability. After a run completes a reply
+of a conversation without a title, ``Titler.after_reply`` starts a background task: a small
+model call (the title provider and model are settings) given the first user message, its answer
+cut to a few words. The task never delays or fails the run: a failure is logged and counted
+(``parley_titles_total{outcome="failed"}``). No call is made for a key whose budget is spent
+(the check a run makes before each model call): the conversation stays untitled until a later
+reply's title. ``store_title`` is the one place a made title is stored — a conditional write,
+so of processes titling one conversation at once exactly one stores — and where what follows a
+stored title (the ``conversation.titled`` webhook) belongs.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from app.domain import (
 from app.domain.selection import ModelSelectionStrategy
 from app.observability import metrics
 from app.settings import Settings
-from app.spend import Charge, Payer, PriceTable
+from app.spend import BudgetExceeded, Charge, KeyRecord, Payer, PriceTable
 from app.spend.ledger import charge
+from app.spend.limits import check_run_budget
 from app.storage import ConversationRepository, RunRepository, utcnow
 from app.webhooks import enqueue
 
@@ -61,8 +64,13 @@ class TitleRequest:
     first_user_text: str
     provider: str | None
     model: str | None
-    key_id: str | None = None
-    """The database key that started the run: the title's call is charged to it too."""
+    key: KeyRecord | None = None
+    """The database key that started the run: the title's call is charged to it too, and
+    not made when its budget is spent."""
+
+    @property
+    def key_id(self) -> str | None:
+        return self.key.id if self.key is not None else None
 
 
 @dataclass(frozen=True)
@@ -125,12 +133,14 @@ class Titler:
         settings: Settings,
         selector: ModelSelectionStrategy,
         repository: RepositoryFactory,
+        reader: RepositoryFactory,
         prices: PriceTable,
     ) -> None:
         self._settings = settings
         self._prices = prices
         self._selector = selector
         self._repository = repository
+        self._reader = reader
         self._tasks: set[asyncio.Task[None]] = set()
 
     def after_reply(self, request: TitleRequest) -> None:
@@ -154,6 +164,7 @@ class Titler:
 
     async def _title(self, request: TitleRequest) -> None:
         try:
+            await self._within_budget(request)
             async with asyncio.timeout(self._settings.title_timeout_seconds):
                 call = await self._ask(request)
             if not title_from(call.text):
@@ -161,6 +172,9 @@ class Titler:
             async with self._repository(None) as repo:
                 stored = await store_title(repo, request, call, self._prices)
             metrics.title_made("stored" if stored else "taken")
+        except BudgetExceeded as exc:  # no call made: a later reply's title may be
+            log.info("no title for conversation %s: %s", request.conversation_id, exc)
+            metrics.title_made("over_budget")
         except Exception as exc:  # never the run's failure: logged and counted
             log.warning(
                 "no title for conversation %s: %s: %s",
@@ -169,6 +183,15 @@ class Titler:
                 str(exc)[:200],
             )
             metrics.title_made("failed")
+
+    async def _within_budget(self, request: TitleRequest) -> None:
+        """``BudgetExceeded`` when the run's key has spent its budget (its run is charged by
+        now: the title follows the run's stored ending)."""
+        key = request.key
+        if key is None or not key.limits.budgeted:
+            return
+        async with self._reader(None) as repo:
+            await check_run_budget(repo.session, key, 0, 0.0, utcnow())
 
     async def _ask(self, request: TitleRequest) -> TitleCall:
         adapter, model = self._model(request)

@@ -147,6 +147,29 @@ async def test_patch_changes_limits_and_null_clears_one(client: httpx.AsyncClien
     assert missing.status_code == 404 and missing.json()["code"] == "key_not_found"
 
 
+async def test_a_null_name_is_a_422_and_changes_nothing(client: httpx.AsyncClient) -> None:
+    """A key always has a name: a null one was silently ignored (a 200 that kept the name and
+    applied the rest). The expiry and the limits are still cleared by a null."""
+    later = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    made = await make_key(client, budget_usd_per_month=5, expires_at=later)
+    url = f"/admin/keys/{made['id']}"
+    before = (await client.get(url, headers=ADMIN_HEADERS)).json()
+    body = {"name": None, "budget_usd_per_month": 7, "expires_at": None}
+    refused = await client.patch(url, json=body, headers=ADMIN_HEADERS)
+    assert refused.status_code == 422, refused.text
+    assert refused.headers["content-type"] == "application/problem+json"
+    assert [e["loc"] for e in refused.json()["errors"]] == [["body", "name"]]
+    assert "body.name" in refused.json()["detail"]
+    assert (await client.get(url, headers=ADMIN_HEADERS)).json() == before
+    cleared = await client.patch(
+        url, json={"budget_usd_per_month": None, "expires_at": None}, headers=ADMIN_HEADERS
+    )
+    assert cleared.status_code == 200, cleared.text
+    view = cleared.json()
+    assert view["budget_usd_per_month"] is None and view["expires_at"] is None
+    assert view["name"] == "test"
+
+
 async def test_last_used_is_written(client: httpx.AsyncClient) -> None:
     made = await make_key(client)
     assert made["last_used_at"] is None

@@ -13,6 +13,7 @@ import httpx
 from prometheus_client import REGISTRY
 
 from app.domain import Usage
+from app.main import create_app
 from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable
 from app.spend.ledger import charge, conversation_totals, usage_report
@@ -191,3 +192,42 @@ async def test_an_automatic_title_is_charged_to_the_runs_key_once(settings: Sett
         assert totals["usage"]["output_tokens"] > run_output  # the title's words too
         by_key = (await client.get("/usage?group_by=key", headers=ADMIN_HEADERS)).json()
         assert only(by_key)["group"] == made["id"] and only(by_key)["calls"] == 2
+
+
+def titles(outcome: str) -> float:
+    return REGISTRY.get_sample_value("parley_titles_total", {"outcome": outcome}) or 0.0
+
+
+async def test_no_title_is_asked_for_once_the_keys_budget_is_spent(settings: Settings) -> None:
+    """The title's model call was made (and charged) after a run that spent its key's budget:
+    now it is not — no call 0 in the ledger, no title — until a reply after the budget is
+    raised titles the conversation as usual."""
+    app = create_app(settings.model_copy(update={"auto_title": True}))
+    transport = httpx.ASGITransport(app=app)
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(transport=transport, base_url="http://localhost") as client,
+    ):
+        titler = app.state.services.titler
+        made = await make_key(client, output_tokens_per_day=1)  # the first reply spends it
+        token, over_budget = made["token"], titles("over_budget")
+        cid, _ = await converse(client, token, "why is the sky so very blue")
+        await titler.wait()
+        state = (await client.get(f"/conversations/{cid}", headers=bearer(token))).json()
+        assert state["title"] is None and state["usage"]["calls"] == 1
+        by_key = (await client.get("/usage?group_by=key", headers=ADMIN_HEADERS)).json()
+        assert only(by_key)["calls"] == 1
+        assert titles("over_budget") - over_budget == 1
+
+        raised = {"output_tokens_per_day": 1_000_000}
+        patched = await client.patch(
+            f"/admin/keys/{made['id']}", json=raised, headers=ADMIN_HEADERS
+        )
+        assert patched.status_code == 200, patched.text
+        body = {"messages": [{"role": "user", "text": "and at dusk"}]}
+        again = await client.post(f"/conversations/{cid}/stream", json=body, headers=bearer(token))
+        assert again.status_code == 200 and "event: done" in again.text, again.text
+        await titler.wait()
+        state = (await client.get(f"/conversations/{cid}", headers=bearer(token))).json()
+        assert state["title"] == "why is the sky so very"
+        assert state["usage"]["calls"] == 3  # the two replies and the title

@@ -60,6 +60,27 @@ async def test_patch_changes_only_what_it_names_and_delete_forgets(
     assert (await client.delete(path)).status_code == 404
 
 
+@pytest.mark.parametrize("field", ["url", "events", "enabled"])
+async def test_a_null_in_a_patch_is_a_422_and_changes_nothing(
+    client: httpx.AsyncClient, field: str
+) -> None:
+    """No field of an endpoint can be null: a null was silently ignored (a 200 that left it
+    as it was, and applied the rest of the patch)."""
+    created = await register(client, "http://127.0.0.1:9/hooks", ["run.completed"])
+    path = f"/webhooks/{created['id']}"
+    before = (await client.get(path)).json()
+    body: dict[str, object] = {"url": "http://localhost:9/x", "events": ["run.failed"]}
+    body["enabled"] = False
+    body[field] = None
+    response = await client.patch(path, json=body)
+    assert response.status_code == 422, response.text
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert [e["loc"] for e in problem["errors"]] == [["body", field]]
+    assert f"body.{field}" in problem["detail"]
+    assert (await client.get(path)).json() == before
+
+
 @pytest.mark.parametrize(
     "body",
     [

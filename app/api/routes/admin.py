@@ -100,10 +100,9 @@ async def read(key_id: KeyIdPath, services: AdminDep) -> dict[str, Any]:
 
 @router.patch("/{key_id}", response_model=KeyOut)
 async def change(key_id: KeyIdPath, body: KeyPatch, services: AdminDep) -> dict[str, Any]:
-    """Change a key's name, expiry or limits: the fields sent (null clears a limit)."""
+    """Change a key's name, expiry or limits: the fields sent (null clears a limit or the
+    expiry; a null name is a 422)."""
     changes = {name: getattr(body, name) for name in body.model_fields_set}
-    if changes.get("name", "") is None:
-        changes.pop("name")
     return key_out(await _admin(services).change(key_id, changes))
 
 

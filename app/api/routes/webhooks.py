@@ -132,7 +132,8 @@ async def get_webhook(webhook_id: IdPath, caller: CallerDep) -> WebhookOut:
 
 @router.patch("/{webhook_id}", response_model=WebhookOut, responses={**_NOT_FOUND, **_REFUSED})
 async def update_webhook(webhook_id: IdPath, body: WebhookUpdate, caller: CallerDep) -> WebhookOut:
-    """Change an endpoint's `url`, `events` or `enabled` (a field left out or null stays)."""
+    """Change an endpoint's `url`, `events` or `enabled` (a field left out stays; none can be
+    null: a `null` is a 422 and changes nothing)."""
     changes: dict[str, Any] = body.model_dump(exclude_none=True, mode="json")
     with _problems():
         return _out(await _service(caller).update(webhook_id, changes))

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
-from app.api.schemas.base import SERVED
+from app.api.schemas.base import SERVED, Omittable
 
 GroupBy = Literal["key", "conversation", "model", "day"]
 
@@ -25,6 +25,7 @@ def in_utc(value: datetime) -> datetime:
         raise ValueError("the time is out of range in UTC") from None
 
 
+KeyName = Annotated[str, Field(min_length=1, max_length=255)]
 UtcDatetime = Annotated[AwareDatetime, AfterValidator(in_utc)]
 """A time with a UTC offset that exists in UTC (the database's timestamps)."""
 
@@ -83,18 +84,19 @@ class KeyCreate(KeyLimitsIn):
         json_schema_extra={"examples": [{"name": "ci", "budget_usd_per_month": 5}]},
     )
 
-    name: str = Field(min_length=1, max_length=255)
+    name: KeyName
     expires_at: UtcDatetime | None = None
 
 
 class KeyPatch(KeyLimitsIn):
-    """What to change of a key: the fields sent (null clears a limit or the expiry)."""
+    """What to change of a key: the fields sent (null clears a limit or the expiry; a key
+    always has a name)."""
 
     model_config = ConfigDict(
         extra="forbid", json_schema_extra={"examples": [{"requests_per_minute": 60}]}
     )
 
-    name: str | None = Field(None, min_length=1, max_length=255)
+    name: Omittable[KeyName] = None
     expires_at: UtcDatetime | None = None
 
 

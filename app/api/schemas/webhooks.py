@@ -10,7 +10,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.base import SERVED
+from app.api.schemas.base import SERVED, Omittable
 from app.webhooks import WebhookEventType
 
 WebhookUrl = Annotated[
@@ -41,13 +41,13 @@ class WebhookCreate(BaseModel):
 
 
 class WebhookUpdate(BaseModel):
-    """Changes to an endpoint (a JSON Merge Patch: fields left out stay)."""
+    """Changes to an endpoint (a JSON Merge Patch: fields left out stay; none can be null)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    url: WebhookUrl | None = None
-    events: Events | None = None
-    enabled: bool | None = Field(None, description="false: no events are sent to it.")
+    url: Omittable[WebhookUrl] = None
+    events: Omittable[Events] = None
+    enabled: Omittable[bool] = Field(None, description="false: no events are sent to it.")
 
 
 class WebhookOut(BaseModel):
