@@ -258,11 +258,11 @@ class RunService:
                 log.exception("run %s failed unexpectedly", run.run_id)
             status = "aborted" if lost(exc) else "failed"
         run.finishing = True
+        observer.finished(status)  # before `done` is sent: a scrape after it counts the run
         try:
             await asyncio.shield(self._finish(run, conversation, progress, status, error))
         finally:
             self.services.manager.discard(run)
-            observer.finished(status)
 
     def _stopped(
         self, run: LiveRun, conversation: LLMConversation, progress: Progress
