@@ -165,7 +165,9 @@ class Settings(
     )
     prune_interval_seconds: float = Field(600, gt=0, description="How often old events are pruned.")
     sse_ping_seconds: float = Field(
-        15, ge=0, description="Seconds between keep-alive comments on a stream (0: none)."
+        15,
+        ge=0,
+        description="Seconds of silence on a stream before a keep-alive comment (0: none).",
     )
     sse_send_timeout_seconds: float = Field(
         30,
