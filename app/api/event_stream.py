@@ -65,7 +65,8 @@ class EventStream(Response):
         """Why the stream was cut short ("disconnect", "send timeout", "shutdown"), if it was."""
         self.sending_since = 0.0
         """When the send under way began (the loop's clock), 0 when none is."""
-        self.last_sent = 0.0
+        self.last_ping = 0.0
+        """When the stream last had a keep-alive comment, or began (the loop's clock)."""
         self.watch: ReaderWatch | None = None
         self._send_to: Send | None = None
 
@@ -85,6 +86,7 @@ class EventStream(Response):
         self._transport = (scope.get("extensions") or {}).get(TRANSPORT_KEY)
         self.watch = ReaderWatch.of(scope, streams.send_timeout)
         self._send_to = send
+        self.last_ping = asyncio.get_running_loop().time()
         listener = asyncio.create_task(self._listen(receive))
         streams.add(self)
         try:
@@ -112,7 +114,6 @@ class EventStream(Response):
         loop = asyncio.get_running_loop()
         self.sending_since = loop.time()
         await send(message)
-        self.last_sent = loop.time()
         self.sending_since = 0.0
 
     async def _listen(self, receive: Receive) -> None:
@@ -209,8 +210,8 @@ class OpenStreams:
                 self._look_after(stream, now)
 
     def _ping_due(self, stream: EventStream, now: float) -> bool:
-        idle = not stream.sending_since and now - stream.last_sent >= self.ping_seconds
-        return bool(self.ping_seconds) and idle
+        due = not stream.sending_since and now - stream.last_ping >= self.ping_seconds
+        return bool(self.ping_seconds) and due
 
     def _look_after(self, stream: EventStream, now: float) -> None:
         if stream.sending_since and now - stream.sending_since >= self.send_timeout > 0:
@@ -219,7 +220,7 @@ class OpenStreams:
         elif stream.watch is not None and stream.watch.check(now):
             stream.cut("disconnect")
         elif self._ping_due(stream, now):
-            stream.last_sent = now
+            stream.last_ping = now
             task = asyncio.create_task(stream.ping())
             _pings.add(task)
             task.add_done_callback(_pings.discard)

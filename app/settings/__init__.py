@@ -167,7 +167,7 @@ class Settings(
     sse_ping_seconds: float = Field(
         15,
         ge=0,
-        description="Seconds of silence on a stream before a keep-alive comment (0: none).",
+        description="Seconds between keep-alive comments on a stream (0: none).",
     )
     sse_send_timeout_seconds: float = Field(
         30,

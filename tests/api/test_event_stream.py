@@ -1,5 +1,5 @@
 """The stream routes' response (app/api/event_stream.py) driven as an ASGI server drives it:
-pings only when a stream is idle, a disconnect or a blocked send cuts the stream (its body
+pings every interval (none when off), a disconnect or a blocked send cuts the stream (its body
 closed, ``on_close`` called once), a shutdown ends the streams still open with a completed
 response, and a cancellation that is not the stream's own goes on up. Real uvicorn processes
 cut real clients in tests/api/test_live.py and test_reader_watch.py."""
@@ -71,7 +71,7 @@ def response(body: Body, closes: list[str]) -> EventStream:
     return EventStream(body.chunks(), on_close=lambda: closes.append("closed"))
 
 
-async def test_pings_go_only_to_a_stream_that_is_idle() -> None:
+async def test_pings_go_every_interval_to_busy_and_idle_streams_alike() -> None:
     streams = OpenStreams(ping_seconds=0.1, send_timeout=30)
     busy, idle = Client(), Client()
     busy_body, idle_body = Body(every=0.02, count=30), Body(every=0.5, count=2)
@@ -79,9 +79,17 @@ async def test_pings_go_only_to_a_stream_that_is_idle() -> None:
         response(busy_body, [])(scope(streams), busy.receive, busy.send),
         response(idle_body, [])(scope(streams), idle.receive, idle.send),
     )
-    assert b": ping" not in busy.body and busy.completed
+    assert busy.body.count(b": ping\n\n") >= 2 and busy.completed
     assert idle.body.count(b": ping\n\n") >= 2 and idle.completed
+    assert busy.body.count(b"data: ") == 30  # the pings went between the chunks
     assert len(streams) == 0
+
+
+async def test_no_pings_when_they_are_off() -> None:
+    streams = OpenStreams(ping_seconds=0, send_timeout=30)
+    client = Client()
+    await response(Body(every=0.2, count=3), [])(scope(streams), client.receive, client.send)
+    assert b": ping" not in client.body and client.completed
 
 
 async def test_a_disconnect_cuts_the_stream_and_closes_its_body_once() -> None:

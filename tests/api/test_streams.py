@@ -215,7 +215,7 @@ async def test_a_budget_without_room_for_the_latest_message_is_context_too_long(
 
 
 async def test_keep_alive_pings_end_their_lines_as_the_events_do(database_url: str) -> None:
-    settings = Settings(database_url=database_url, sse_ping_seconds=0.05, offline_delay_ms=150)
+    settings = Settings(database_url=database_url, sse_ping_seconds=0.05, offline_delay_ms=40)
     async with app_client(settings) as client:
         conv_id = await create(client)
         url = f"/conversations/{conv_id}/stream"
