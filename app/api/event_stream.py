@@ -64,7 +64,8 @@ class EventStream(Response):
         self.gone: str | None = None
         """Why the stream was cut short ("disconnect", "send timeout", "shutdown"), if it was."""
         self.sending_since = 0.0
-        """When the send under way began (the loop's clock), 0 when none is."""
+        """When the sends under way began (the loop's clock), 0 when none is."""
+        self._sends = 0
         self.last_ping = 0.0
         """When the stream last had a keep-alive comment, or began (the loop's clock)."""
         self.watch: ReaderWatch | None = None
@@ -95,9 +96,10 @@ class EventStream(Response):
         except asyncio.CancelledError:
             if self.gone is None or self._uncancel() > 0:
                 raise  # cancelled by someone else (the server): not ours to swallow
-            if self.gone == "shutdown":
+            if self.gone == "shutdown":  # the client sees the stream end, if it still reads
                 with contextlib.suppress(Exception):
-                    await send(_END)
+                    async with asyncio.timeout(1):
+                        await send(_END)
         finally:
             self._ended = True
             listener.cancel()
@@ -111,10 +113,15 @@ class EventStream(Response):
         await send(_END)
 
     async def _send(self, send: Send, message: dict[str, Any]) -> None:
-        loop = asyncio.get_running_loop()
-        self.sending_since = loop.time()
-        await send(message)
-        self.sending_since = 0.0
+        if not self._sends:  # a ping may be under way beside the stream's own send
+            self.sending_since = asyncio.get_running_loop().time()
+        self._sends += 1
+        try:
+            await send(message)
+        finally:
+            self._sends -= 1
+            if not self._sends:
+                self.sending_since = 0.0
 
     async def _listen(self, receive: Receive) -> None:
         """Wait for the client to go (the request's body was read by the route)."""
