@@ -137,10 +137,12 @@ async def test_recover_ends_nothing_without_an_expired_lease(make_services: Make
     conv_id = await new_conversation(services, "hi")
     async with services.repository(OWNER) as repo:
         assert await recover(repo, services.manager, 6, conv_id) is False
-    await dead_run(services, conv_id, DEAD, "partial")
-    async with services.repository(OWNER) as repo:  # its lease (0.05 s) has not expired yet
+    # A lease of 1 s: a busy machine (a suite under coverage) takes well over 0.05 s between
+    # two statements.
+    await dead_run(services, conv_id, DEAD, "partial", lease=1.0)
+    async with services.repository(OWNER) as repo:  # its lease has not expired yet
         assert await recover(repo, services.manager, 6, conv_id) is False
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(1.1)
     async with services.repository(OWNER) as repo:
         assert await recover(repo, services.manager, 6, conv_id) is True
     async with services.repository(OWNER) as repo:

@@ -329,11 +329,13 @@ async def test_a_run_whose_conversation_was_deleted_meanwhile_stops_as_lease_los
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
 
 
-async def dead_run(services: Services, conv_id: str, run_id: str, *deltas: str) -> None:
+async def dead_run(
+    services: Services, conv_id: str, run_id: str, *deltas: str, lease: float = 0.05
+) -> None:
     """A run whose process died after streaming ``deltas``: its lease (0.05 s) left to expire,
     its row ``running``, its log the block's start and the deltas."""
     async with services.repository(None) as repo:
-        await repo.acquire_lease(conv_id, run_id, 0.05)
+        await repo.acquire_lease(conv_id, run_id, lease)
         runs = RunRepository(repo.session)
         await runs.create(run_id, conv_id, OWNER, "cancel")
         chunks = [ContentBlockStart(0), *(ContentBlockDelta(d) for d in deltas)]
