@@ -129,14 +129,16 @@ class EventStream(Response):
             pass
         self.cut("disconnect")
 
-    def cut(self, why: str) -> None:
-        """End the stream where it waits: its client is gone, or the server is stopping."""
+    def cut(self, why: str) -> bool:
+        """End the stream where it waits: its client is gone, or the server is stopping. False
+        when it has ended, or was cut, already."""
         if self._ended or self.gone is not None or self._task is None:
-            return
+            return False
         self.gone = why
         if why == "send timeout" and self._transport is not None:
             self._transport.abort()  # the connection is no use any more: its client is told
         self._task.cancel()
+        return True
 
     async def ping(self) -> None:
         """Send a keep-alive comment, unless the stream ended meanwhile."""
@@ -221,9 +223,11 @@ class OpenStreams:
         return bool(self.ping_seconds) and due
 
     def _look_after(self, stream: EventStream, now: float) -> None:
+        if stream.gone is not None:  # cut: it is ending
+            return
         if stream.sending_since and now - stream.sending_since >= self.send_timeout > 0:
-            log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
-            stream.cut("send timeout")
+            if stream.cut("send timeout"):  # said once a stream
+                log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
         elif stream.watch is not None and stream.watch.check(now):
             stream.cut("disconnect")
         elif self._ping_due(stream, now):
