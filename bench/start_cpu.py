@@ -11,14 +11,18 @@ CPU of one paced token. ``bench/stream.py --scenario starts_100`` measures the
 same under 100 streams at once, through uvicorn; this one is steadier (no other process, no
 concurrency), for comparing two versions of the code.
 
+With ``--relay`` the same is measured for bench/stream_relays.py's parsing relay (the SDK
+adapter and SSE frames, no framework, no database): the floor Parley's figure is compared with.
+
 Run by hand: ``.venv/bin/python bench/start_cpu.py [--streams 400] [--rounds 3] [--provider
-anthropic] [--model bench-50-1] [--at-once 100] [--db postgres]``.
+anthropic] [--model bench-50-1] [--at-once 100] [--db postgres] [--relay]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import os
@@ -28,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -97,16 +103,22 @@ async def call(
     return status, b"".join(chunks)
 
 
-async def measure(streams: int, rounds: int, request: bytes, at_once: int) -> list[Round]:
-    """Per round: CPU milliseconds per stream, and (``at_once`` > 1) the first token's times."""
-    app = create_app()
+async def measure(
+    streams: int, rounds: int, request: bytes, at_once: int, relay: str | None = None
+) -> list[Round]:
+    """Per round: CPU milliseconds per stream, and (``at_once`` > 1) the first token's times.
+    ``relay``: the parsing relay's path to stream from, instead of Parley's conversations."""
+    app: Any = relay_app() if relay else create_app()
     figures = []
     async with app.router.lifespan_context(app):
         for _ in range(rounds):
-            ids = []
+            ids = []  # the paths streamed from
             for _ in range(WARM_UP + streams):
+                if relay:
+                    ids.append(relay)
+                    continue
                 _, body = await call(app, "POST", "/conversations", b"{}")
-                ids.append(json.loads(body)["id"])
+                ids.append(f"/conversations/{json.loads(body)['id']}/stream")
             for n in range(WARM_UP):
                 await one(app, ids[n], request, None)
             await asyncio.sleep(0.3)  # the warm-up's endings stored
@@ -130,10 +142,25 @@ class Round:
     first_ms: list[float]
 
 
-async def one(app: Any, conversation_id: str, request: bytes, first: list[float] | None) -> None:
-    path = f"/conversations/{conversation_id}/stream"
+def relay_app() -> Any:
+    """The parsing relay, with the no-op lifespan ``measure`` enters."""
+    from bench import stream_relays  # its SDK clients read the upstream's address at import
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        yield
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        await stream_relays.app(scope, receive, send)
+
+    app.router = types.SimpleNamespace(lifespan_context=lifespan)  # type: ignore[attr-defined]
+    return app
+
+
+async def one(app: Any, path: str, request: bytes, first: list[float] | None) -> None:
     status, reply = await call(app, "POST", path, request, first)
-    if status != 200 or b"event: done" not in reply:
+    ended = b"event: done" in reply or path.startswith("/parse/")  # the relay has no done
+    if status != 200 or not ended:
         raise RuntimeError(f"stream failed: {status} {reply[:300]!r}")
 
 
@@ -174,6 +201,7 @@ def main() -> None:
         help="streams started together (asyncio.gather), e.g. 100: prints first-token p50/p99",
     )
     parser.add_argument("--db", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument("--relay", action="store_true", help="the parsing relay instead")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         upstream_port = free_port()
@@ -189,7 +217,10 @@ def main() -> None:
             migrate(url)
             os.environ.update(parley_env(url, upstream_port))
             request = body(args.provider, args.model)
-            figures = asyncio.run(measure(args.streams, args.rounds, request, args.at_once))
+            if args.relay:
+                request = json.dumps({"model": args.model}).encode()
+            relay = f"/parse/{args.provider}" if args.relay else None
+            figures = asyncio.run(measure(args.streams, args.rounds, request, args.at_once, relay))
         finally:
             upstream.kill()
             upstream.wait()

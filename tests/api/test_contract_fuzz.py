@@ -353,7 +353,16 @@ def _cli_negative(url: str, workdir: Path) -> subprocess.CompletedProcess[str]:
     command += ["run", str(schema), "--url", url, "--mode", "negative", "--seed", str(SEED)]
     command += ["--phases", "examples,coverage", "--workers", "1"]
     command += ["--checks", "not_a_server_error,negative_data_rejection"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=workdir)
+    # A loaded machine (this suite under coverage) may take longer than the CLI's 10 s default
+    # to answer one request: a slow answer is no finding here.
+    command += ["--request-timeout", "120"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=900, cwd=workdir)
+
+
+def _findings(output: str) -> str:
+    """The CLI's summary first (what failed, where), then the output's end."""
+    summary = output.rfind("SUMMARY")
+    return (output[summary:][:3000] if summary >= 0 else "") + "\n...\n" + output[-6000:]
 
 
 async def test_schemathesis_cli_in_negative_mode_finds_nothing(
@@ -361,4 +370,4 @@ async def test_schemathesis_cli_in_negative_mode_finds_nothing(
 ) -> None:
     server = live_server(offline_delay_ms=0)
     done = await asyncio.to_thread(_cli_negative, server.url, tmp_path)
-    assert done.returncode == 0, done.stdout[-6000:]
+    assert done.returncode == 0, _findings(done.stdout + done.stderr)
