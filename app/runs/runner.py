@@ -320,9 +320,10 @@ class RunService:
                 run.publish([out])
                 writer.add(run, out)
                 answered = run.first_output
-                if answered is not None:
+                if answered is not None:  # its first output: the starts before it go next
                     run.first_output = None
                     answered()
+                    await writer.first_outputs.earlier_starts()
         return natural_status(conversation)
 
     async def _within_budget(self, progress: Progress) -> None:

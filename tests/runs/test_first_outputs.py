@@ -1,7 +1,9 @@
 """First outputs first (app/runs/priority.py), on both databases: while a start waits for its
 model, the event writer holds its flushes back (another run's ending, and so its ``done``, waits)
-and flushes what it held the moment that model answers; a start refused, or a run ended before
-its model answered, owes the writer nothing."""
+and flushes what it held the moment that model answers; a reply that has had its first output
+reads no more until the starts asked before it have had theirs (starts asked later do not hold
+it); both by ``HOLD_MOST`` at most; a start refused, or a run ended before its model answered,
+owes the writer nothing."""
 
 from __future__ import annotations
 
@@ -24,9 +26,10 @@ from app.domain import (
 from app.runs import priority
 from app.runs.errors import NothingToAnswer
 from app.runs.events import RunEvent
+from app.runs.live import LiveRun
 from app.runs.services import Services
 from tests.runs.conftest import MakeServices, all_events, new_conversation, start_run
-from tests.runs.test_runs import PacedAdapter, body
+from tests.runs.test_runs import PacedAdapter, body, names
 
 
 class GatedAdapter(PacedAdapter):
@@ -75,6 +78,65 @@ async def test_an_ending_waits_while_a_start_waits_for_its_model_then_goes_at_on
     assert services.writer.first_outputs.waiting == 0
 
 
+async def test_a_reply_under_way_lets_an_earlier_start_have_its_first_output_first(
+    make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)
+    adapter = GatedAdapter()
+    services = await make_services(adapter)
+    slow = await start_run(services, await new_conversation(services, "wait"))
+    quick = await start_run(services, await new_conversation(services, "hi"))
+
+    # The quick reply's first output is sent; the rest waits for the start asked before it.
+    await asyncio.sleep(0.5)
+    assert names(quick.events)[-1] == "content_block_start"
+
+    adapter.gate.set()
+    events = await asyncio.wait_for(all_events(quick), 10.0)
+    assert [e for e in names(events) if e == "content_block_delta"] == ["content_block_delta"]
+    assert body(events[-1])["status"] == "completed"
+    await all_events(slow)
+
+
+class TwoGatesAdapter(GatedAdapter):
+    """As GatedAdapter, but to a conversation whose last message is "later", only once
+    ``later`` is set."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.later = asyncio.Event()
+
+    async def stream_message(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
+    ) -> AsyncIterator[StreamChunk]:
+        last = messages[-1]
+        if isinstance(last, TextMessage) and last.text == "later":
+            await self.later.wait()
+        async for chunk in super().stream_message(messages, tools, options):
+            yield chunk
+
+
+async def test_a_start_asked_after_a_reply_paused_does_not_hold_it(
+    make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)
+    adapter = TwoGatesAdapter()
+    services = await make_services(adapter)
+    slow = await start_run(services, await new_conversation(services, "wait"))
+    quick = await start_run(services, await new_conversation(services, "hi"))
+    await _until(quick, "content_block_start")  # its first output: paused behind the slow start
+    assert names(quick.events)[-1] == "content_block_start"
+    later = await start_run(services, await new_conversation(services, "later"))
+
+    adapter.gate.set()  # the start before it answers; the one after it still waits
+    # All of its reply (its `done` waits for the writer, which the later start holds):
+    await asyncio.wait_for(_until(quick, "message_stop"), 10.0)
+    assert services.writer.first_outputs.waiting == 1
+    adapter.later.set()
+    for run in (slow, later):
+        assert body((await all_events(run))[-1])["status"] == "completed"
+
+
 async def test_a_flush_is_held_no_longer_than_the_most(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,6 +169,13 @@ async def test_starts_that_never_reach_a_model_owe_the_writer_nothing(
     stopped.stop("cancel")  # ended before its model answered
     assert body((await all_events(stopped))[-1])["status"] == "aborted"
     await _until_nothing_waits(services)
+
+
+async def _until(run: LiveRun, name: str) -> None:
+    """Until ``run`` has sent an event called ``name``."""
+    async for batch in run.follow(0):
+        if any(e.name == name for e in batch):
+            return
 
 
 async def _until_nothing_waits(services: Services) -> None:
