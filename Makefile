@@ -62,7 +62,10 @@ pytest: $(STAMP)
 
 check: lint typecheck pytest
 
-test: check
+# The linters and the tests side by side (much of the suite waits on servers and browsers, so
+# mypy's half-minute fits in its idle CPU); each one's output printed whole when it is done.
+test: $(STAMP)
+	$(MAKE) --no-print-directory -j3 --output-sync=target lint typecheck pytest
 
 # The suite again under coverage, with its gates: coverage's tracer makes the in-process code
 # ~70% slower on Python 3.11 (no sys.monitoring), so it is a target of its own, run by CI
