@@ -113,7 +113,8 @@ class LiveRun:
     _lease_timer: asyncio.TimerHandle | None = None
     task: asyncio.Task[None] | None = None
     first_output: Callable[..., None] | None = None
-    """Called at the model's first output, then cleared (app/runs/priority.py)."""
+    """Its start's answer (app/runs/priority.py): called once its model request is under way
+    (at the latest at its first output, when it is cleared)."""
     running: bool = False
     """Its task has begun: a stop cancels it (before that, the task sees ``stop_reason``)."""
     stop_reason: StopReason | None = None

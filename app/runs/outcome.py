@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from app.domain import (
     ContextWindowError,
     ConversationConfigurationError,
     LLMConversation,
+    MessageStop,
     ProviderError,
     Role,
     TextMessage,
@@ -78,6 +80,15 @@ class Progress:
     """Each model call's usage, for the ledger (app/spend), written with the ending."""
     round_over: bool = False
     """A model call asked for tools: the budget is checked once they are stored."""
+
+    def model_stopped(self, stop: MessageStop, at: datetime) -> None:
+        """A model call ended: its usage counted, and charged (``at``) with the ending."""
+        self.model_finished = stop.stop_reason != "tool_use"
+        for kind, count in stop.usage.as_dict().items():
+            self.usage[kind] += count or 0
+        call = len(self.charges) + 1
+        self.charges.append(Charge(call, self.provider, self.model, stop.usage, at))
+        self.round_over = stop.stop_reason == "tool_use"
 
 
 def ending_of(progress: Progress, status: FinalStatus, code: str | None) -> Ending:

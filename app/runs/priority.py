@@ -1,19 +1,23 @@
-"""First outputs first: while runs wait for their model's first output, the rest waits a little.
+"""First outputs first: while starts are being set up, the rest waits a little.
 
 May import the standard library only. When a hundred runs start at once, what each client waits
-for is its first token; the event writer's flushes (the deltas of running runs, the endings of
-finished ones) and the rest of the replies already under way are work those clients do not wait
-for, done on the same event loop. So:
+for is its first token, and until a start's model request is under way it needs this process's
+event loop: its request, its write transaction, the SDK's request building. The event writer's
+flushes (the deltas of running runs, the endings of finished ones) and the rest of the replies
+already under way are work those clients do not wait for, done on the same loop. So, while a
+start is *pressing* — asked for, its model request not yet under way, and asked less than
+``HOLD_MOST`` seconds ago:
 
-- from the moment a start is asked for until its run's model first answers (or it fails before
-  that), the writer holds its flushes back, by ``HOLD_MOST`` seconds at most: they are then
-  larger and fewer, and run after the starts rather than between them. Events are sent to
-  readers before they are stored, so no reader waits for it; a run's ``done`` (sent once its
-  ending is stored) may;
-- a run whose model has answered (its first token sent) reads no more of its reply until the
-  starts asked before that moment have had their first output too, by ``HOLD_MOST`` at most: the
-  rest of its reply waits in the socket, and the loop serves the starts first. Starts asked
-  later do not hold it back, so under a steady flow of starts a reply pauses once, briefly.
+- the writer holds its flushes back (until ``HOLD_MOST`` after the first thing it holds, at
+  most): they are then larger and fewer, and run after the starts rather than between them.
+  Events are sent to readers before they are stored, so no reader waits for it; a run's
+  ``done`` (sent once its ending is stored) may;
+- a run that has had its first output reads no more of its reply until the starts asked before
+  that moment are no longer pressing: the rest of its reply waits in the socket, and the loop
+  serves the starts first. Starts asked later do not hold it, so a reply pauses once at most.
+
+A start whose model request is under way presses no more: waiting on the network for a slow
+model (seconds, for a model that thinks) needs no loop, and must cost the other runs nothing.
 """
 
 from __future__ import annotations
@@ -23,34 +27,36 @@ import contextlib
 from collections.abc import Callable
 
 HOLD_MOST = 0.25
-"""How long a flush, or a reply after its first token, is held back at most."""
+"""How long a start presses at most, and a flush is held back at most (seconds)."""
 
 
 class FirstOutputs:
-    """The starts of this process whose model has not answered yet."""
+    """The starts of this process whose model request is not under way yet."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
         self.on_clear: Callable[[], None] | None = None
         """Called when the last waiting start is answered (the writer flushes what it held)."""
+        self._clock = clock or _loop_time  # the event writer's clock
         self._asked = 0  # starts asked for so far: each start's ticket is its number
-        self._owed: set[int] = set()  # the tickets of the starts still waiting
+        self._owed: dict[int, float] = {}  # the waiting starts' tickets: when each was asked
         self._behind: list[tuple[int, asyncio.Future[None]]] = []  # (ticket seen, waiter)
+        self.pauses = 0
+        """Replies that waited for earlier starts so far (for tests and the benchmark)."""
 
     @property
     def waiting(self) -> int:
-        """How many starts wait for their model's first output."""
+        """How many starts have not had their model request under way yet."""
         return len(self._owed)
 
     def asked(self) -> Callable[..., None]:
-        """A start was asked for: call what this returns when its model answers, or the start
-        or its run ends before it did (calls after the first change nothing)."""
+        """A start was asked for: call what this returns once its model request is under way,
+        or the start or its run ends before it is (calls after the first change nothing)."""
         self._asked += 1
         ticket = self._asked
-        self._owed.add(ticket)
+        self._owed[ticket] = self._clock()
 
         def answer(*_: object) -> None:
-            if ticket in self._owed:
-                self._owed.discard(ticket)
+            if self._owed.pop(ticket, None) is not None:
                 self._release()
                 if not self._owed and self.on_clear is not None:
                     self.on_clear()
@@ -58,27 +64,38 @@ class FirstOutputs:
         return answer
 
     def held_until(self, since: float | None) -> float:
-        """Until when a flush of what waits since ``since`` is held back (the loop's clock):
-        0 when nothing waits for a model."""
-        if not self._owed or since is None:
+        """Until when a flush of what waits since ``since`` is held back (this clock): 0 when
+        no start presses."""
+        pressing = self._pressing_until()
+        if not pressing or since is None:
             return 0.0
-        return since + HOLD_MOST
+        return min(since + HOLD_MOST, pressing)
 
     async def earlier_starts(self) -> None:
-        """Return once the starts asked before now have had their first output (or
-        ``HOLD_MOST`` has passed): a reply under way lets them go first."""
-        if not self._owed:
+        """Return once the starts asked before now press no more (answered, or asked
+        ``HOLD_MOST`` ago): a reply under way lets them go first."""
+        pressing = self._pressing_until()
+        if not pressing:
             return
+        self.pauses += 1
         waiter = asyncio.get_running_loop().create_future()
         self._behind.append((self._asked, waiter))
         try:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(HOLD_MOST):
+                async with asyncio.timeout(max(0.0, pressing - self._clock())):
                     await waiter
         finally:
             if not waiter.done():
                 waiter.cancel()
                 self._behind = [b for b in self._behind if b[1] is not waiter]
+
+    def _pressing_until(self) -> float:
+        """When the newest pressing start presses no more (this clock); 0 when none does."""
+        if not self._owed:
+            return 0.0
+        newest = self._owed[max(self._owed)]  # tickets are asked in order
+        until = newest + HOLD_MOST
+        return until if until > self._clock() else 0.0
 
     def _release(self) -> None:
         """Wake the replies no earlier start holds back any more."""
@@ -93,3 +110,7 @@ class FirstOutputs:
             else:
                 still.append((seen, waiter))
         self._behind = still
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()

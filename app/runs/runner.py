@@ -67,7 +67,7 @@ from app.runs.recovery import recovering
 from app.runs.services import Services
 from app.runs.titles import TitleRequest, first_user_text
 from app.runs.writer import Commit
-from app.spend import Charge, KeyRecord, Payer
+from app.spend import KeyRecord, Payer
 from app.spend.limits import admit_run, check_run_budget
 from app.storage import (
     ConversationNotFound,
@@ -96,7 +96,8 @@ class _StartRequest:
     expected_version: int | None
     on_disconnect: OnDisconnect
     answered: Callable[..., None]
-    """Tells the writer the start's model answered (or it never will): app/runs/priority.py."""
+    """Tells the writer the start is set up (its model request under way, or never to be):
+    app/runs/priority.py."""
 
 
 class RunService:
@@ -288,6 +289,8 @@ class RunService:
         observer: RunObserver,
     ) -> FinalStatus:
         writer = self.services.writer
+        if run.first_output is not None:  # its start presses no more once its model call waits
+            asyncio.get_running_loop().call_soon(run.first_output)  # (app/runs/priority.py)
         async with contextlib.aclosing(conversation.stream()) as stream:
             async for event in stream:
                 if isinstance(event, MessageAppended):
@@ -303,19 +306,7 @@ class RunService:
                 if isinstance(event, ReasoningDone):
                     continue  # its message, stored next, is announced by a `message` event
                 if isinstance(event, MessageStop):
-                    progress.model_finished = event.stop_reason != "tool_use"
-                    for kind, count in event.usage.as_dict().items():
-                        progress.usage[kind] += count or 0
-                    progress.charges.append(
-                        Charge(
-                            len(progress.charges) + 1,
-                            progress.provider,
-                            progress.model,
-                            event.usage,
-                            utcnow(),
-                        )
-                    )
-                    progress.round_over = event.stop_reason == "tool_use"
+                    progress.model_stopped(event, utcnow())
                 out = run.next_chunk(event)
                 run.publish([out])
                 writer.add(run, out)

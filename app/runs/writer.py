@@ -110,7 +110,7 @@ class EventWriter:
         self._first_event_at: float | None = None
         self._commits_at: float | None = None
         self.first_outputs = FirstOutputs()
-        """Starts waiting for their model: flushes wait meanwhile (app/runs/priority.py)."""
+        """Starts being set up: flushes wait meanwhile (app/runs/priority.py)."""
         self.first_outputs.on_clear = self._wake.set
         self._paused_until = 0.0
         """After a flush the database did not take, the next waits until then."""

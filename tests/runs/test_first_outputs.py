@@ -1,9 +1,12 @@
-"""First outputs first (app/runs/priority.py), on both databases: while a start waits for its
-model, the event writer holds its flushes back (another run's ending, and so its ``done``, waits)
-and flushes what it held the moment that model answers; a reply that has had its first output
-reads no more until the starts asked before it have had theirs (starts asked later do not hold
-it); both by ``HOLD_MOST`` at most; a start refused, or a run ended before its model answered,
-owes the writer nothing."""
+"""First outputs first (app/runs/priority.py), on both databases. A start *presses* from its
+request until its model request is under way (``asked()`` until its answer), ``HOLD_MOST`` at
+most; meanwhile the event writer holds its flushes back (another run's ending, and so its
+``done``, waits) and flushes what it held the moment the start is answered, and a reply that has
+had its first output reads no more until the starts asked before it press no more (starts asked
+later do not hold it). A start waiting for a slow model presses nothing; a start refused, or a
+run ended before its model call, owes nothing. A start being set up is taken here as a start
+takes it — ``first_outputs.asked()`` — since what it does meanwhile (its request, its
+transaction) takes microseconds in a test."""
 
 from __future__ import annotations
 
@@ -57,101 +60,101 @@ async def _done_within(run_events: asyncio.Task[list[RunEvent]], seconds: float)
     return bool(done)
 
 
-async def test_an_ending_waits_while_a_start_waits_for_its_model_then_goes_at_once(
+async def test_an_ending_waits_while_a_start_is_set_up_then_goes_at_once(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)  # held as long as the slow model takes
-    adapter = GatedAdapter()
-    services = await make_services(adapter)
-    slow = await start_run(services, await new_conversation(services, "wait"))
+    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)  # held as long as the start presses
+    services = await make_services(GatedAdapter())
+    first_outputs = services.writer.first_outputs
     quick = await start_run(services, await new_conversation(services, "hi"))
     quick_events = asyncio.create_task(all_events(quick))
+    await _until(quick, "content_block_start")
+    pressing = first_outputs.asked()  # a start being set up, asked after the reply began
 
     # The quick run's reply is over, but its ending is held: its `done` waits.
+    await asyncio.wait_for(_until(quick, "message_stop"), 10.0)
     assert not await _done_within(quick_events, 0.5)
-    assert services.writer.first_outputs.waiting == 1
+    assert first_outputs.waiting == 1
 
-    adapter.gate.set()  # the slow model answers: what the writer held goes now
+    pressing()  # its model request is under way: what the writer held goes now
     assert await _done_within(quick_events, 10.0)
     assert body(quick_events.result()[-1])["status"] == "completed"
-    assert body((await all_events(slow))[-1])["status"] == "completed"
-    assert services.writer.first_outputs.waiting == 0
+    assert first_outputs.waiting == 0
 
 
-async def test_a_reply_under_way_lets_an_earlier_start_have_its_first_output_first(
+async def test_a_reply_under_way_lets_an_earlier_start_be_set_up_first(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(priority, "HOLD_MOST", 30.0)
-    adapter = GatedAdapter()
-    services = await make_services(adapter)
-    slow = await start_run(services, await new_conversation(services, "wait"))
+    services = await make_services(GatedAdapter())
+    first_outputs = services.writer.first_outputs
+    pressing = first_outputs.asked()
     quick = await start_run(services, await new_conversation(services, "hi"))
 
     # The quick reply's first output is sent; the rest waits for the start asked before it.
-    await asyncio.sleep(0.5)
+    await _until(quick, "content_block_start")
+    await asyncio.sleep(0.3)
     assert names(quick.events)[-1] == "content_block_start"
+    assert first_outputs.pauses == 1
 
-    adapter.gate.set()
+    pressing()
     events = await asyncio.wait_for(all_events(quick), 10.0)
-    assert [e for e in names(events) if e == "content_block_delta"] == ["content_block_delta"]
+    assert names(events).count("content_block_delta") == 1
     assert body(events[-1])["status"] == "completed"
-    await all_events(slow)
-
-
-class TwoGatesAdapter(GatedAdapter):
-    """As GatedAdapter, but to a conversation whose last message is "later", only once
-    ``later`` is set."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.later = asyncio.Event()
-
-    async def stream_message(
-        self, messages: Sequence[Message], tools: Sequence[ToolSpec], options: RequestOptions
-    ) -> AsyncIterator[StreamChunk]:
-        last = messages[-1]
-        if isinstance(last, TextMessage) and last.text == "later":
-            await self.later.wait()
-        async for chunk in super().stream_message(messages, tools, options):
-            yield chunk
 
 
 async def test_a_start_asked_after_a_reply_paused_does_not_hold_it(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(priority, "HOLD_MOST", 30.0)
-    adapter = TwoGatesAdapter()
-    services = await make_services(adapter)
-    slow = await start_run(services, await new_conversation(services, "wait"))
+    services = await make_services(GatedAdapter())
+    first_outputs = services.writer.first_outputs
+    earlier = first_outputs.asked()
     quick = await start_run(services, await new_conversation(services, "hi"))
-    await _until(quick, "content_block_start")  # its first output: paused behind the slow start
+    await _until(quick, "content_block_start")  # its first output: paused behind `earlier`
     assert names(quick.events)[-1] == "content_block_start"
-    later = await start_run(services, await new_conversation(services, "later"))
+    later = first_outputs.asked()
 
-    adapter.gate.set()  # the start before it answers; the one after it still waits
+    earlier()  # the start before it is under way; the one after it still presses
     # All of its reply (its `done` waits for the writer, which the later start holds):
     await asyncio.wait_for(_until(quick, "message_stop"), 10.0)
-    assert services.writer.first_outputs.waiting == 1
-    adapter.later.set()
-    for run in (slow, later):
-        assert body((await all_events(run))[-1])["status"] == "completed"
+    assert first_outputs.waiting == 1
+    later()
+    assert body((await all_events(quick))[-1])["status"] == "completed"
 
 
-async def test_a_flush_is_held_no_longer_than_the_most(
+async def test_a_start_waiting_for_a_slow_model_holds_nothing(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 0.2)
+    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)  # a hold would outlast the test
     adapter = GatedAdapter()
     services = await make_services(adapter)
     slow = await start_run(services, await new_conversation(services, "wait"))
+    await _until_nothing_waits(services)  # its model request is under way: it presses no more
+
+    quick = await start_run(services, await new_conversation(services, "hi"))
+    events = await asyncio.wait_for(all_events(quick), 10.0)  # not paused, its done not held
+    assert body(events[-1])["status"] == "completed"
+    assert services.writer.first_outputs.pauses == 0
+    adapter.gate.set()
+    assert body((await all_events(slow))[-1])["status"] == "completed"
+
+
+async def test_a_start_presses_no_longer_than_the_most(
+    make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(priority, "HOLD_MOST", 0.2)
+    services = await make_services(GatedAdapter())
+    first_outputs = services.writer.first_outputs
+    stuck = first_outputs.asked()  # a start that is never answered
     quick = await start_run(services, await new_conversation(services, "hi"))
 
-    events = await asyncio.wait_for(all_events(quick), 10.0)  # the model never answers slow
+    events = await asyncio.wait_for(all_events(quick), 10.0)
 
     assert body(events[-1])["status"] == "completed"
-    assert services.writer.first_outputs.waiting == 1
-    slow.stop("cancel")
-    await all_events(slow)
+    assert first_outputs.waiting == 1
+    assert first_outputs.held_until(0.0) == 0.0  # it no longer holds the writer
+    stuck()
 
 
 async def test_starts_that_never_reach_a_model_owe_the_writer_nothing(
