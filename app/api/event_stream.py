@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -84,33 +85,47 @@ class EventStream(Response):
             return
         streams = OpenStreams.of(scope)
         self._task = asyncio.current_task()
-        self._transport = (scope.get("extensions") or {}).get(TRANSPORT_KEY)
-        self.watch = ReaderWatch.of(scope, streams.send_timeout)
-        self._send_to = send
-        self.last_ping = asyncio.get_running_loop().time()
-        listener = asyncio.create_task(self._listen(receive))
-        streams.add(self)
-        try:
+        listener: asyncio.Task[None] | None = None
+        try:  # whatever fails from here on, the body is closed and ``on_close`` called
+            self._transport = (scope.get("extensions") or {}).get(TRANSPORT_KEY)
+            self.watch = ReaderWatch.of(scope, streams.send_timeout)
+            self._send_to = send
+            self.last_ping = asyncio.get_running_loop().time()
+            streams.add(self)
+            listener = asyncio.create_task(self._listen(receive))
             await self._send(send, start)
             await self._stream(send)
         except asyncio.CancelledError:
             if self.gone is None or self._uncancel() > 0:
                 raise  # cancelled by someone else (the server): not ours to swallow
-            if self.gone == "shutdown":  # the client sees the stream end, if it still reads
-                with contextlib.suppress(Exception):
-                    async with asyncio.timeout(1):
-                        await send(_END)
+            if self.gone == "send timeout":
+                log.info(
+                    "a client read nothing for %ss: its stream was closed", streams.send_timeout
+                )
+            elif self.gone == "shutdown":
+                await self._end_at_shutdown(send)
         finally:
             self._ended = True
-            listener.cancel()
+            if listener is not None:
+                listener.cancel()
             streams.discard(self)
             await self._finish()
 
     async def _stream(self, send: Send) -> None:
         async for chunk in self.body_iterator:
             await self._send(send, {"type": "http.response.body", "body": chunk, "more_body": True})
+        await self._send(send, _END)  # timed and cut like any send while it blocks
         self._ended = True
-        await send(_END)
+
+    async def _end_at_shutdown(self, send: Send) -> None:
+        """The client sees the stream end, if it still reads within a second; else its
+        connection is aborted (a graceful close would wait for it to read)."""
+        try:
+            async with asyncio.timeout(1):
+                await send(_END)
+        except Exception:
+            if self._transport is not None:
+                self._transport.abort()
 
     async def _send(self, send: Send, message: dict[str, Any]) -> None:
         if not self._sends:  # a ping may be under way beside the stream's own send
@@ -188,7 +203,11 @@ class OpenStreams:
         self._open.add(stream)
         timer = self._timer
         if self._every and (timer is None or timer.done() or not _here(timer)):
-            self._timer = asyncio.create_task(self._tick(), name="parley-streams")
+            # In a context of its own: not the request's that opened the first stream (its
+            # log lines would name that request, and keep its scope for the process's life).
+            self._timer = asyncio.create_task(
+                self._tick(), name="parley-streams", context=contextvars.Context()
+            )
 
     def discard(self, stream: EventStream) -> None:
         self._open.discard(stream)
@@ -216,7 +235,10 @@ class OpenStreams:
             await asyncio.sleep(self._every)
             now = loop.time()
             for stream in list(self._open):
-                self._look_after(stream, now)
+                try:
+                    self._look_after(stream, now)
+                except Exception:  # one stream's trouble must not stop the others' timer
+                    log.exception("looking after an open stream failed")
 
     def _ping_due(self, stream: EventStream, now: float) -> bool:
         due = not stream.sending_since and now - stream.last_ping >= self.ping_seconds
@@ -225,10 +247,10 @@ class OpenStreams:
     def _look_after(self, stream: EventStream, now: float) -> None:
         if stream.gone is not None:  # cut: it is ending
             return
-        if stream.sending_since and now - stream.sending_since >= self.send_timeout > 0:
-            if stream.cut("send timeout"):  # said once a stream
-                log.info("a client read nothing for %ss: its stream was closed", self.send_timeout)
-        elif stream.watch is not None and stream.watch.check(now):
+        blocked = stream.sending_since and now - stream.sending_since >= self.send_timeout > 0
+        if blocked and stream.cut("send timeout"):  # said by the stream, once
+            return
+        if stream.watch is not None and stream.watch.check(now):
             stream.cut("disconnect")
         elif self._ping_due(stream, now):
             stream.last_ping = now

@@ -115,6 +115,31 @@ async def test_a_send_that_blocks_past_the_timeout_cuts_the_stream_and_its_conne
     assert body.closed and closes == ["closed"]
 
 
+async def test_a_final_send_that_blocks_past_the_timeout_is_cut_too() -> None:
+    streams = OpenStreams(send_timeout=0.3)
+    aborted: list[bool] = []
+    transport = SimpleNamespace(abort=lambda: aborted.append(True), get_extra_info=lambda _: None)
+    client, body, closes = Client(block_after=4), Body(every=0.01, count=3), []
+    stream = response(body, closes)  # the start, 3 chunks: the end of the body is what blocks
+    await asyncio.wait_for(stream(scope(streams, transport), client.receive, client.send), 5)
+    assert stream.gone == "send timeout" and aborted == [True]
+    assert not client.completed and closes == ["closed"] and len(streams) == 0
+
+
+async def test_a_stream_whose_client_reads_nothing_at_shutdown_has_its_connection_aborted() -> None:
+    streams = OpenStreams(send_timeout=30)
+    aborted: list[bool] = []
+    transport = SimpleNamespace(abort=lambda: aborted.append(True), get_extra_info=lambda _: None)
+    client, body, closes = Client(block_after=2), Body(every=0.01), []
+    call = asyncio.create_task(
+        response(body, closes)(scope(streams, transport), client.receive, client.send)
+    )
+    await asyncio.sleep(0.1)  # its sends block: the client reads nothing
+    await streams.close(grace=0.1)
+    await asyncio.wait_for(call, 5)  # within the second the end may take, then aborted
+    assert aborted == [True] and closes == ["closed"]
+
+
 async def test_a_shutdown_ends_the_streams_still_open_with_a_completed_response() -> None:
     streams = OpenStreams()
     clients = [Client(), Client()]
