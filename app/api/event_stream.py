@@ -94,6 +94,8 @@ class EventStream(Response):
             streams.add(self)
             listener = asyncio.create_task(self._listen(receive))
             await self._send(send, start)
+            if streams.closed:  # opened after the shutdown ended the others
+                self.cut("shutdown")
             await self._stream(send)
         except asyncio.CancelledError:
             if self.gone is None or self._uncancel() > 0:
@@ -188,6 +190,8 @@ class OpenStreams:
         self._open: set[EventStream] = set()
         self._timer: asyncio.Task[None] | None = None
         self._emptied: asyncio.Event | None = None  # set when the last closes, at shutdown
+        self.closed = False
+        """Shutdown ended the open streams: one opened since is ended once it has begun."""
         every = [s for s in (ping_seconds / 2, send_timeout / 4) if s > 0]
         self._every = min([1.0, *every]) if every else 0.0
 
@@ -226,6 +230,7 @@ class OpenStreams:
                 await asyncio.wait_for(self._emptied.wait(), grace)
         if self._open:
             log.info("shutting down: ending %d streams still open", len(self._open))
+        self.closed = True
         for stream in list(self._open):
             stream.cut("shutdown")
 

@@ -164,8 +164,8 @@ class Titler:
 
     async def _title(self, request: TitleRequest) -> None:
         try:
-            await self._within_budget(request)
             async with asyncio.timeout(self._settings.title_timeout_seconds):
+                await self._within_budget(request)  # a stalled database is timed out too
                 call = await self._ask(request)
             if not title_from(call.text):
                 raise ValueError("the model answered no title")

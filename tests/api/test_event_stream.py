@@ -155,6 +155,14 @@ async def test_a_shutdown_ends_the_streams_still_open_with_a_completed_response(
     assert closes == ["closed", "closed"]
 
 
+async def test_a_stream_opened_after_the_shutdown_ended_the_others_is_ended_too() -> None:
+    streams = OpenStreams()
+    await streams.close(grace=0.1)
+    client, body, closes = Client(), Body(every=0.05), []
+    await asyncio.wait_for(response(body, closes)(scope(streams), client.receive, client.send), 5)
+    assert client.completed and body.closed and closes == ["closed"]
+
+
 async def test_a_shutdown_waits_for_streams_that_end_within_the_grace() -> None:
     streams = OpenStreams()
     client, body = Client(), Body(every=0.05, count=4)
