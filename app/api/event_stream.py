@@ -94,9 +94,11 @@ class EventStream(Response):
             streams.add(self)
             listener = asyncio.create_task(self._listen(receive))
             await self._send(send, start)
-            if streams.closed:  # opened after the shutdown ended the others
-                self.cut("shutdown")
-            await self._stream(send)
+            if streams.closed:  # opened after the shutdown ended the others: ended at once
+                self.gone = "shutdown"
+                await self._end_at_shutdown(send)
+            else:
+                await self._stream(send)
         except asyncio.CancelledError:
             if self.gone is None or self._uncancel() > 0:
                 raise  # cancelled by someone else (the server): not ours to swallow
