@@ -63,7 +63,8 @@ class EventStream(Response):
         self._transport: asyncio.Transport | None = None
         self._ended = False  # the body is done (or the stream cut): a disconnect changes nothing
         self.gone: str | None = None
-        """Why the stream was cut short ("disconnect", "send timeout", "shutdown"), if it was."""
+        """Why the stream was cut short ("disconnect", "send timeout", "not reading": its TCP
+        window stood still, "shutdown"), if it was."""
         self.sending_since = 0.0
         """When the sends under way began (the loop's clock), 0 when none is."""
         self._sends = 0
@@ -102,7 +103,7 @@ class EventStream(Response):
         except asyncio.CancelledError:
             if self.gone is None or self._uncancel() > 0:
                 raise  # cancelled by someone else (the server): not ours to swallow
-            if self.gone == "send timeout":
+            if self.gone in ("send timeout", "not reading"):
                 log.info(
                     "a client read nothing for %ss: its stream was closed", streams.send_timeout
                 )
@@ -258,7 +259,7 @@ class OpenStreams:
         if blocked and stream.cut("send timeout"):  # said by the stream, once
             return
         if stream.watch is not None and stream.watch.check(now):
-            stream.cut("disconnect")
+            stream.cut("not reading")
         elif self._ping_due(stream, now):
             stream.last_ping = now
             task = asyncio.create_task(stream.ping())

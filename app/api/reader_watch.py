@@ -17,7 +17,6 @@ less than a segment in ``patience`` (on loopback, 64 KiB) counts as not reading.
 from __future__ import annotations
 
 import asyncio
-import logging
 import socket
 import struct
 from collections.abc import Mapping
@@ -26,7 +25,6 @@ from typing import Any
 TRANSPORT_KEY = "parley.transport"
 """The scope's ``extensions`` key under which the server puts the connection's transport."""
 
-log = logging.getLogger(__name__)
 
 # struct tcp_info (include/uapi/linux/tcp.h): the fields read, at their offsets since Linux 4.x
 # for bytes_acked and notsent_bytes, and 6.x for snd_wnd (the peer's window, scaled, in bytes).
@@ -91,6 +89,5 @@ class ReaderWatch:
         stream sees its client leave). Called now and then (app/api/event_stream.py)."""
         if not self.stalled(now):
             return False
-        log.info("a client read nothing for %ss: its connection was closed", self.patience)
-        self.transport.abort()
+        self.transport.abort()  # said by its stream, in its request's log context
         return True

@@ -7,6 +7,7 @@ cut real clients in tests/api/test_live.py and test_reader_watch.py."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from types import SimpleNamespace
 from typing import Any
@@ -138,6 +139,21 @@ async def test_a_stream_whose_client_reads_nothing_at_shutdown_has_its_connectio
     await streams.close(grace=0.1)
     await asyncio.wait_for(call, 5)  # within the second the end may take, then aborted
     assert aborted == [True] and closes == ["closed"]
+
+
+async def test_a_client_found_not_reading_is_cut_and_said_by_its_stream(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    streams = OpenStreams(send_timeout=0.2)
+    client, body, closes = Client(), Body(every=0.02), []
+    stream = response(body, closes)
+    with caplog.at_level(logging.INFO, logger="app.api.event_stream"):
+        call = asyncio.create_task(stream(scope(streams), client.receive, client.send))
+        await asyncio.sleep(0.05)
+        stream.watch = SimpleNamespace(check=lambda now: True)  # its TCP window stood still
+        await asyncio.wait_for(call, 5)
+    assert stream.gone == "not reading" and body.closed and closes == ["closed"]
+    assert "a client read nothing for 0.2s" in caplog.text
 
 
 async def test_a_shutdown_ends_the_streams_still_open_with_a_completed_response() -> None:
