@@ -196,7 +196,7 @@ async def _resume_after_kill_9(start: Start) -> bool:
         async with http.stream(
             "GET", f"{b.url}/conversations/{conv_id}/stream", headers={"Last-Event-ID": last_seen}
         ) as resumed:  # b follows the run's log and ends it once the lease has expired
-            assert resumed.status_code == 200
+            assert resumed.status_code == 200, (await resumed.aread(), b.log()[-3000:])
             rest = [e async for e in events(resumed.aiter_lines())]
         assert [e.name for e in rest] == ["message", "error", "done"], rest
         assert rest[1].data["code"] == "process_lost" and rest[2].data["status"] == "interrupted"
