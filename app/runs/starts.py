@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage import Database, DatabaseUnavailable
+from app.storage import Database, DatabaseUnavailable, savepoint
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -149,7 +149,7 @@ class StartGroups:
 async def _in_savepoint(session: AsyncConnection, work: Work[T]) -> T | Exception:
     """``work`` in a savepoint: rolled back to it, and its exception returned, if it raised."""
     try:
-        async with session.begin_nested():
+        async with savepoint(session):
             return await work(session)
     except Exception as exc:
         return exc

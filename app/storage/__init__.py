@@ -13,6 +13,7 @@ from app.storage.conversations import (
     merge_document,
 )
 from app.storage.database import Database
+from app.storage.driver import savepoint
 from app.storage.errors import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -65,5 +66,6 @@ __all__ = [
     "is_transient",
     "merge_document",
     "new_run_id",
+    "savepoint",
     "utcnow",
 ]

@@ -12,7 +12,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.storage import Database, is_transient
-from app.storage.driver import Direct
+from app.storage.driver import Direct, savepoint
 from app.storage.tables import CONVERSATIONS, MESSAGES, RUN_EVENTS
 from tests.storage.storage_support import backend_pid, terminate_backends
 
@@ -114,6 +114,30 @@ async def test_errors_are_sqlalchemys_and_the_session_stays_usable(database: Dat
         assert not is_transient(raised.value)
         await session.rollback()
         assert len(await Direct(_ROW).rows(session, {"key": "d" * 32})) == 1
+
+
+async def test_a_savepoint_keeps_its_block_or_undoes_it_alone(database: Database) -> None:
+    """As ``begin_nested``: a block that raises (a statement the database refused included —
+    PostgreSQL then refuses everything until the rollback to the savepoint) has its writes
+    undone, and the transaction goes on to commit the writes before and after it."""
+    insert_one = Direct(insert(CONVERSATIONS))
+    async with database.session() as session:
+        await insert_one.execute(session, conversation("e" * 32))
+        with pytest.raises(IntegrityError):
+            async with savepoint(session):
+                await insert_one.execute(session, conversation("f" * 32))
+                await insert_one.execute(session, conversation("e" * 32))  # a duplicate
+        with pytest.raises(RuntimeError):
+            async with savepoint(session):
+                await insert_one.execute(session, conversation("g" * 32))
+                raise RuntimeError("refused")
+        async with savepoint(session):
+            await insert_one.execute(session, conversation("h" * 32))
+        await insert_one.execute(session, conversation("i" * 32))
+        await session.commit()
+    async with database.session() as session:
+        kept = [(await Direct(_ROW).rows(session, {"key": k * 32})) != [] for k in "efghi"]
+    assert kept == [True, False, False, True, True]
 
 
 async def test_statements_it_cannot_run_as_they_are_are_refused(database: Database) -> None:

@@ -7,8 +7,9 @@ aiosqlite 0.22 and asyncpg 0.32; pyproject.toml bounds them to those series, and
 tests/storage/test_driver_contract.py pins each private name and behaviour relied on here, so an
 upgrade that moves one fails there, with its name, rather than on a run's stream.
 
-- ``direct``: hot statements on the driver's cursor (``Connection._handle_dbapi_exception``, the
-  asyncpg dialect's schema-cache stamp ``_invalidate_schema_cache_asof``).
+- ``direct``: hot statements and the start groups' savepoints on the driver's cursor
+  (``Connection._handle_dbapi_exception``, the asyncpg dialect's schema-cache stamp
+  ``_invalidate_schema_cache_asof``).
 - ``sqlite_inline``: SQLite on the event loop's thread, impersonating aiosqlite's connection for
   SQLAlchemy's aiosqlite adapter (which reads its ``_connection`` and calls its ``stop``).
 - ``ping``: a pooled asyncpg connection pinged through SQLAlchemy's adapter.
@@ -18,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.storage.driver.direct import Direct, Params, Row
+from app.storage.driver.direct import Direct, Params, Row, savepoint
 from app.storage.driver.sqlite_inline import MANY_ROWS, connector
 
-__all__ = ["MANY_ROWS", "Direct", "Params", "Row", "connector", "ping"]
+__all__ = ["MANY_ROWS", "Direct", "Params", "Row", "connector", "ping", "savepoint"]
 
 
 def ping(dbapi_connection: Any) -> None:
