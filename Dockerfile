@@ -27,11 +27,12 @@ EXPOSE 8000
 # Healthy = alive (/healthz) and ready (/readyz: database answers, schema at the head).
 HEALTHCHECK --interval=10s --timeout=5s --start-period=30s --retries=3 \
     CMD ["python", "-m", "app.healthcheck"]
-# uvloop + httptools with a bounded request head: 64 KiB, complete within 10 s (docs/deploy.md,
-# "Request heads"); proxy headers honoured; on SIGTERM uvicorn stops accepting and gives open
+# asyncio's event loop, which takes in every waiting connection at once (docs/deploy.md, "The
+# event loop"); httptools with a bounded request head: 64 KiB, complete within 10 s ("Request
+# heads"); proxy headers honoured; on SIGTERM uvicorn stops accepting and gives open
 # requests (streams) 30 s, more than the run drain (PARLEY_SHUTDOWN_DRAIN_SECONDS, 5 s), before
 # it closes them. The log config puts uvicorn's own lines in PARLEY_LOG_FORMAT from the start
 # (and those of its parent process, if you add --workers N).
 CMD ["uvicorn", "--factory", "app.main:create_app", "--host", "0.0.0.0", "--port", "8000", \
-     "--loop", "uvloop", "--http", "app.server:BoundedHttpToolsProtocol", "--proxy-headers", \
+     "--loop", "asyncio", "--http", "app.server:BoundedHttpToolsProtocol", "--proxy-headers", \
      "--timeout-graceful-shutdown", "30", "--log-config", "app/observability/uvicorn-logging.json"]

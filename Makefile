@@ -31,11 +31,12 @@ lock: $(STAMP)
 migrate: $(STAMP)
 	$(BIN)/alembic upgrade head
 
-# httptools with a bounded request head: 64 KiB, complete within 10 s (docs/deploy.md,
-# "Request heads").
+# asyncio's event loop, which takes in every waiting connection at once (docs/deploy.md, "The
+# event loop"); httptools with a bounded request head: 64 KiB, complete within 10 s ("Request
+# heads").
 run: migrate
 	$(BIN)/uvicorn --factory app.main:create_app --host $(HOST) --port $(PORT) \
-		--http app.server:BoundedHttpToolsProtocol \
+		--loop asyncio --http app.server:BoundedHttpToolsProtocol \
 		--proxy-headers --timeout-graceful-shutdown 30
 
 lint: $(STAMP)

@@ -72,8 +72,8 @@ PROFILING = bool(os.environ.get("PARLEY_BENCH_PROFILE"))
 """PARLEY_BENCH_PROFILE=DIR runs each Parley under py-spy, writing DIR/parley-<db>.txt."""
 
 
-SHIPPED_HTTP = ("--http", "app.server:BoundedHttpToolsProtocol")
-"""The HTTP protocol options Parley ships with (docs/deploy.md, "Request heads")."""
+SHIPPED_SERVER = ("--loop", "asyncio", "--http", "app.server:BoundedHttpToolsProtocol")
+"""The server options Parley ships with (docs/deploy.md: "Request heads", "The event loop")."""
 
 
 def serve_uvicorn(
@@ -87,7 +87,7 @@ def serve_uvicorn(
     args += ["--host", "127.0.0.1", "--port", str(port)]
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
     if factory:  # Parley, served as it ships (the Makefile's `run`, the Dockerfile's CMD)
-        args += ["--factory", *SHIPPED_HTTP]
+        args += ["--factory", *SHIPPED_SERVER]
     return subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env})
 
 

@@ -62,11 +62,11 @@ def test_the_image_runs_as_a_user_with_a_health_check() -> None:
     assert (REPO_ROOT / "app" / "healthcheck.py").is_file()
 
 
-def test_uvicorn_uses_uvloop_bounded_heads_proxy_headers_and_outlasts_the_drain() -> None:
+def test_uvicorn_uses_asyncio_bounded_heads_proxy_headers_and_outlasts_the_drain() -> None:
     [command] = [json.loads(args) for keyword, args in final_stage() if keyword == "CMD"]
     assert command[:3] == ["uvicorn", "--factory", "app.main:create_app"]
     options = dict(itertools.pairwise(command))
-    assert options["--loop"] == "uvloop"
+    assert options["--loop"] == "asyncio"  # tests/ops/test_accept_burst.py
     # httptools with a bounded request head: tests/ops/test_request_heads.py
     assert options["--http"] == "app.server:BoundedHttpToolsProtocol"
     assert "--proxy-headers" in command

@@ -23,7 +23,7 @@ from app.server import HEAD_LIMIT_BYTES, HEAD_TIMEOUT_SECONDS
 from tests.ops.test_container import REPO_ROOT, compose, final_stage
 from tests.processes import free_port
 
-BOUNDS = ("--http",)
+BOUNDS = ("--http", "--loop")
 
 
 def shipped_command() -> list[str]:
