@@ -5,16 +5,20 @@ for is its first token, and until a start's model request is under way it needs 
 event loop: its request, its write transaction, the SDK's request building. The event writer's
 flushes (the deltas of running runs, the endings of finished ones) and the rest of the replies
 already under way are work those clients do not wait for, done on the same loop. So, while a
-start is *pressing* — asked for, its model request not yet under way, and asked less than
-``HOLD_MOST`` seconds ago:
+start is *pressing* — asked for, its model request not yet under way:
 
-- the writer holds its flushes back (until ``HOLD_MOST`` after the first thing it holds, at
-  most): they are then larger and fewer, and run after the starts rather than between them.
-  Events are sent to readers before they are stored, so no reader waits for it; a run's
-  ``done`` (sent once its ending is stored) may;
+- the writer holds its flushes back while a start asked less than ``HOLD_MOST`` seconds ago
+  presses (and until ``HOLD_MOST`` after the first thing it holds, at most): they are then
+  larger and fewer, and run after the starts rather than between them. Events are sent to
+  readers before they are stored, so no reader waits for it; a run's ``done`` (sent once its
+  ending is stored) may;
 - a run that has had its first output reads no more of its reply until the starts asked before
-  that moment are no longer pressing: the rest of its reply waits in the socket, and the loop
-  serves the starts first. Starts asked later do not hold it, so a reply pauses once at most.
+  that moment press no more (answered, or asked ``PAUSE_MOST`` ago): the rest of its reply
+  waits in the socket, and the loop serves the starts first. Starts asked later do not hold it,
+  so a reply pauses once at most. The pause may last longer than the writer's hold: on
+  PostgreSQL a start's statements each wait for a turn of the loop, and a crowd of replies
+  streaming at once made those turns long enough that a herd's last starts took seconds
+  (docs/performance.md).
 
 A start whose model request is under way presses no more: waiting on the network for a slow
 model (seconds, for a model that thinks) needs no loop, and must cost the other runs nothing.
@@ -27,6 +31,9 @@ import contextlib
 from collections.abc import Callable
 
 HOLD_MOST = 0.25
+"""How long a start holds the writer's flushes at most, and a flush is held at most (s)."""
+PAUSE_MOST = 1.0
+"""How long a start holds back the replies under way at most (seconds since it was asked)."""
 """How long a start presses at most, and a flush is held back at most (seconds)."""
 
 
@@ -66,15 +73,15 @@ class FirstOutputs:
     def held_until(self, since: float | None) -> float:
         """Until when a flush of what waits since ``since`` is held back (this clock): 0 when
         no start presses."""
-        pressing = self._pressing_until()
+        pressing = self._pressing_until(HOLD_MOST)
         if not pressing or since is None:
             return 0.0
         return min(since + HOLD_MOST, pressing)
 
     async def earlier_starts(self) -> None:
         """Return once the starts asked before now press no more (answered, or asked
-        ``HOLD_MOST`` ago): a reply under way lets them go first."""
-        pressing = self._pressing_until()
+        ``PAUSE_MOST`` ago): a reply under way lets them go first."""
+        pressing = self._pressing_until(PAUSE_MOST)
         if not pressing:
             return
         self.pauses += 1
@@ -89,12 +96,12 @@ class FirstOutputs:
                 waiter.cancel()
                 self._behind = [b for b in self._behind if b[1] is not waiter]
 
-    def _pressing_until(self) -> float:
+    def _pressing_until(self, most: float) -> float:
         """When the newest pressing start presses no more (this clock); 0 when none does."""
         if not self._owed:
             return 0.0
         newest = self._owed[max(self._owed)]  # tickets are asked in order
-        until = newest + HOLD_MOST
+        until = newest + most
         return until if until > self._clock() else 0.0
 
     def _release(self) -> None:

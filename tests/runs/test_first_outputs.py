@@ -1,12 +1,12 @@
 """First outputs first (app/runs/priority.py), on both databases. A start *presses* from its
-request until its model request is under way (``asked()`` until its answer), ``HOLD_MOST`` at
-most; meanwhile the event writer holds its flushes back (another run's ending, and so its
-``done``, waits) and flushes what it held the moment the start is answered, and a reply that has
-had its first output reads no more until the starts asked before it press no more (starts asked
-later do not hold it). A start waiting for a slow model presses nothing; a start refused, or a
-run ended before its model call, owes nothing. A start being set up is taken here as a start
-takes it — ``first_outputs.asked()`` — since what it does meanwhile (its request, its
-transaction) takes microseconds in a test."""
+request until its model request is under way (``asked()`` until its answer); meanwhile, for
+``HOLD_MOST`` at most, the event writer holds its flushes back (another run's ending, and so its
+``done``, waits) and flushes what it held the moment the start is answered, and, for
+``PAUSE_MOST`` at most, a reply that has had its first output reads no more until the starts
+asked before it press no more (starts asked later do not hold it). A start waiting for a slow
+model presses nothing; a start refused, or a run ended before its model call, owes nothing. A
+start being set up is taken here as a start takes it — ``first_outputs.asked()`` — since what
+it does meanwhile (its request, its transaction) takes microseconds in a test."""
 
 from __future__ import annotations
 
@@ -60,10 +60,16 @@ async def _done_within(run_events: asyncio.Task[list[RunEvent]], seconds: float)
     return bool(done)
 
 
+def _windows(monkeypatch: pytest.MonkeyPatch, hold: float, pause: float) -> None:
+    """How long a pressing start holds the writer, and the replies under way, at most."""
+    monkeypatch.setattr(priority, "HOLD_MOST", hold)
+    monkeypatch.setattr(priority, "PAUSE_MOST", pause)
+
+
 async def test_an_ending_waits_while_a_start_is_set_up_then_goes_at_once(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)  # held as long as the start presses
+    _windows(monkeypatch, 30.0, 30.0)  # held as long as the start presses
     services = await make_services(GatedAdapter())
     first_outputs = services.writer.first_outputs
     quick = await start_run(services, await new_conversation(services, "hi"))
@@ -85,7 +91,7 @@ async def test_an_ending_waits_while_a_start_is_set_up_then_goes_at_once(
 async def test_a_reply_under_way_lets_an_earlier_start_be_set_up_first(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)
+    _windows(monkeypatch, 30.0, 30.0)
     services = await make_services(GatedAdapter())
     first_outputs = services.writer.first_outputs
     pressing = first_outputs.asked()
@@ -106,7 +112,7 @@ async def test_a_reply_under_way_lets_an_earlier_start_be_set_up_first(
 async def test_a_start_asked_after_a_reply_paused_does_not_hold_it(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)
+    _windows(monkeypatch, 30.0, 30.0)
     services = await make_services(GatedAdapter())
     first_outputs = services.writer.first_outputs
     earlier = first_outputs.asked()
@@ -126,7 +132,7 @@ async def test_a_start_asked_after_a_reply_paused_does_not_hold_it(
 async def test_a_start_waiting_for_a_slow_model_holds_nothing(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 30.0)  # a hold would outlast the test
+    _windows(monkeypatch, 30.0, 30.0)  # a hold would outlast the test
     adapter = GatedAdapter()
     services = await make_services(adapter)
     slow = await start_run(services, await new_conversation(services, "wait"))
@@ -143,7 +149,7 @@ async def test_a_start_waiting_for_a_slow_model_holds_nothing(
 async def test_a_start_presses_no_longer_than_the_most(
     make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(priority, "HOLD_MOST", 0.2)
+    _windows(monkeypatch, 0.2, 0.2)
     services = await make_services(GatedAdapter())
     first_outputs = services.writer.first_outputs
     stuck = first_outputs.asked()  # a start that is never answered
@@ -155,6 +161,25 @@ async def test_a_start_presses_no_longer_than_the_most(
     assert first_outputs.waiting == 1
     assert first_outputs.held_until(0.0) == 0.0  # it no longer holds the writer
     stuck()
+
+
+async def test_a_reply_stays_paused_after_the_writer_stops_holding(
+    make_services: MakeServices, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The two windows are apart: a start that has pressed longer than ``HOLD_MOST`` no longer
+    holds the writer, but the replies under way still let it go first until ``PAUSE_MOST``."""
+    _windows(monkeypatch, 0.1, 30.0)
+    services = await make_services(GatedAdapter())
+    first_outputs = services.writer.first_outputs
+    slow_start = first_outputs.asked()
+    quick = await start_run(services, await new_conversation(services, "hi"))
+    await _until(quick, "content_block_start")
+    await asyncio.sleep(0.5)
+    assert first_outputs.held_until(0.0) == 0.0  # the writer flushes again
+    assert names(quick.events)[-1] == "content_block_start"  # the reply still waits
+
+    slow_start()
+    assert body((await asyncio.wait_for(all_events(quick), 10.0))[-1])["status"] == "completed"
 
 
 async def test_starts_that_never_reach_a_model_owe_the_writer_nothing(
