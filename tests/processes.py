@@ -18,6 +18,9 @@ from typing import Any
 import httpx
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+SHIPPED_SERVER = ("--loop", "asyncio", "--http", "app.server:BoundedHttpToolsProtocol")
+"""The server options of the Makefile's ``run`` and the image's ``CMD`` (held equal to them by
+tests/ops/test_request_heads.py): the processes here are served as Parley ships."""
 
 
 def free_port() -> int:
@@ -59,6 +62,7 @@ class ServerProcess:
                 "127.0.0.1",
                 "--port",
                 str(self.port),
+                *SHIPPED_SERVER,
                 "--timeout-graceful-shutdown",
                 "15",
                 "--log-level",

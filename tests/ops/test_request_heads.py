@@ -21,7 +21,7 @@ import pytest
 
 from app.server import HEAD_LIMIT_BYTES, HEAD_TIMEOUT_SECONDS
 from tests.ops.test_container import REPO_ROOT, compose, final_stage
-from tests.processes import free_port
+from tests.processes import SHIPPED_SERVER, free_port
 
 BOUNDS = ("--http", "--loop")
 
@@ -102,6 +102,8 @@ def test_the_makefile_and_compose_serve_with_the_images_bounds() -> None:
     run = make_run_options()
     assert {flag: run.get(flag) for flag in BOUNDS} == {flag: shipped[flag] for flag in BOUNDS}
     assert shipped["--http"] == "app.server:BoundedHttpToolsProtocol"
+    served = dict(zip(SHIPPED_SERVER[::2], SHIPPED_SERVER[1::2], strict=True))
+    assert {flag: shipped[flag] for flag in BOUNDS} == served  # tests/processes.py
     assert HEAD_LIMIT_BYTES <= 64 * 1024
     assert "command" not in compose()["services"]["parley"]  # compose runs the image's CMD
     deploy = (REPO_ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
