@@ -402,6 +402,7 @@ def document_contract(
                 version=app.version,
                 description=app.description,
                 routes=app.routes,
+                tags=app.openapi_tags,  # the reference's sections in their order
             )
             for path, operations in document.get("paths", {}).items():
                 for method, operation in operations.items():
