@@ -162,8 +162,8 @@ def _lifespan(
     return lifespan
 
 
-TAGS = ("conversations", "history", "runs", "operations", "providers", "ai-sdk", "files")
-TAGS += ("usage", "admin", "webhooks")
+TAGS: tuple[str, ...] = ("conversations", "history", "runs", "operations", "providers")
+TAGS += ("ai-sdk", "files", "usage", "admin", "webhooks")
 """The API reference's sections, in this order (the routes' order is the matching's)."""
 
 
