@@ -196,6 +196,43 @@ async def test_a_lost_connection_is_invalidated_and_transient(
         assert await Direct(_ROW).rows(session, {"key": "e" * 32}) == []
 
 
+async def test_a_savepoint_whose_release_fails_is_rolled_back_to(
+    database: Database, backend: str
+) -> None:
+    """A block that swallowed a refused statement: PostgreSQL then refuses the release too, and
+    the savepoint is rolled back to, so the rest of the transaction still commits."""
+    if backend != "postgres":
+        pytest.skip("SQLite goes on after a refused statement")
+    insert_one = Direct(insert(CONVERSATIONS))
+    async with database.session() as session:
+        await insert_one.execute(session, conversation("j" * 32))
+        with pytest.raises(DBAPIError):
+            async with savepoint(session):
+                with pytest.raises(IntegrityError):
+                    await insert_one.execute(session, conversation("j" * 32))
+        await insert_one.execute(session, conversation("k" * 32))
+        await session.commit()
+    async with database.session() as session:
+        kept = [(await Direct(_ROW).rows(session, {"key": k * 32})) != [] for k in "jk"]
+    assert kept == [True, True]
+
+
+async def test_a_savepoint_on_a_lost_connection_raises_the_loss(
+    database: Database, backend: str
+) -> None:
+    """No rollback to the savepoint is tried on a connection the error invalidated: the caller
+    gets the transient loss (app/runs/starts.py answers it 503), not a pending-rollback error."""
+    if backend != "postgres":
+        pytest.skip("SQLite connections do not die with a server")
+    async with database.session() as session:
+        with pytest.raises(DBAPIError) as raised:
+            async with savepoint(session):
+                await terminate_backends(database, await backend_pid(session))
+                await Direct(_ROW).rows(session, {"key": "e" * 32})
+        assert is_transient(raised.value)
+        assert session.invalidated
+
+
 async def test_a_lost_connection_invalidates_the_rest_of_the_pool(
     database_url: str, backend: str
 ) -> None:

@@ -148,19 +148,22 @@ _SAVEPOINT = "parley_start"
 @contextlib.asynccontextmanager
 async def savepoint(session: AsyncConnection) -> AsyncIterator[None]:
     """What ``session.begin_nested()`` does, on the driver's cursor: ``SAVEPOINT`` before the
-    block, ``RELEASE`` after it, ``ROLLBACK TO`` (then ``RELEASE``) when it raises an ``Exception``.
-    SQLAlchemy's nested transaction costs some 200 µs of Python a block (its transaction
-    objects, events and two ``execute`` calls); a start runs in one (app/runs/starts.py). One
-    at a time on a connection (its name is fixed): nest others with ``begin_nested``."""
+    block, ``RELEASE`` after it; ``ROLLBACK TO`` (then ``RELEASE``) when the block or the
+    release raises an ``Exception`` — not on a connection the error invalidated, whose
+    transaction is gone. SQLAlchemy's nested transaction costs some 200 µs of Python a block
+    (its transaction objects, events and two ``execute`` calls); a start runs in one
+    (app/runs/starts.py). A cancellation leaves the savepoint as it is: the caller's
+    transaction, rolled back when its connection closes, goes with it."""
     await session.run_sync(_raw, (f"SAVEPOINT {_SAVEPOINT}",))
     try:
         yield
+        await session.run_sync(_raw, (f"RELEASE SAVEPOINT {_SAVEPOINT}",))
     except Exception:
-        await session.run_sync(
-            _raw, (f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", f"RELEASE SAVEPOINT {_SAVEPOINT}")
-        )
+        if not session.sync_connection or not session.sync_connection.invalidated:
+            await session.run_sync(
+                _raw, (f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}", f"RELEASE SAVEPOINT {_SAVEPOINT}")
+            )
         raise
-    await session.run_sync(_raw, (f"RELEASE SAVEPOINT {_SAVEPOINT}",))
 
 
 def _raw(conn: Connection, statements: tuple[str, ...]) -> None:
