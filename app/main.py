@@ -162,8 +162,18 @@ def _lifespan(
     return lifespan
 
 
-TAGS: tuple[str, ...] = ("conversations", "history", "runs", "operations", "providers")
-TAGS += ("ai-sdk", "files", "usage", "admin", "webhooks")
+TAGS = (
+    "conversations",
+    "history",
+    "runs",
+    "operations",
+    "providers",
+    "ai-sdk",
+    "files",
+    "usage",
+    "admin",
+    "webhooks",
+)
 """The API reference's sections, in this order (the routes' order is the matching's)."""
 
 

@@ -34,7 +34,6 @@ HOLD_MOST = 0.25
 """How long a start holds the writer's flushes at most, and a flush is held at most (s)."""
 PAUSE_MOST = 1.0
 """How long a start holds back the replies under way at most (seconds since it was asked)."""
-"""How long a start presses at most, and a flush is held back at most (seconds)."""
 
 
 class FirstOutputs:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from app.main import TAGS
 from app.openapi_export import openapi_document, render
 
 DOCUMENT = Path(__file__).resolve().parents[2] / "openapi" / "openapi.json"
@@ -31,3 +32,18 @@ def test_every_route_of_the_design_is_documented() -> None:
     }
     for path, methods in expected.items():
         assert methods <= set(paths[path]), path
+
+
+def test_the_references_sections_are_every_tag_in_their_order() -> None:
+    """The routes are included in matching order (streams first, app/main.py); the reference
+    lists its sections in ``TAGS``' order, and a router with a new tag must be listed there."""
+    document = openapi_document()
+    used = {
+        tag
+        for operations in document["paths"].values()
+        for operation in operations.values()
+        for tag in operation.get("tags", [])
+    }
+    listed = [section["name"] for section in document["tags"]]
+    assert listed == list(TAGS)
+    assert used == set(TAGS)

@@ -1,6 +1,6 @@
 """The event loop Parley ships takes in a burst of connections at once (docs/deploy.md, "The
-event loop"): a hundred clients sending at the same moment all reach the app before it answers
-the first, instead of one more being taken in each turn of a busy loop.
+event loop"): clients sending at the same moment (twenty here) all reach the app before it
+answers the first, instead of one more being taken in each turn of a busy loop.
 
 The connections are made before the server takes any (the kernel completes them into the
 listening socket's backlog), so what is measured is the loop's, not the clients' timing: each
