@@ -71,7 +71,10 @@ class LiveServer:
     def __init__(self, settings: Settings, prefix: str = "") -> None:
         app: ASGIApp = create_app(settings)
         config = uvicorn.Config(
-            PrefixProxy(app, prefix) if prefix else app, log_level="warning", lifespan="on"
+            PrefixProxy(app, prefix) if prefix else app,
+            log_level="warning",
+            lifespan="on",
+            loop="asyncio",  # as Parley ships (tests/processes.py)
         )
         self.server = uvicorn.Server(config)
         self.socket = socket.create_server(("127.0.0.1", 0))

@@ -194,7 +194,8 @@ async def test_a_client_that_reads_nothing_is_disconnected_after_the_send_timeou
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)  # small kernel buffers, so
     listener.bind(("127.0.0.1", 0))  # a client that reads nothing blocks the server's sends soon
     port = listener.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
+    config = uvicorn.Config(create_app(settings), log_level="warning", loop="asyncio")
+    server = uvicorn.Server(config)  # on the loop Parley ships (tests/processes.py)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     try:

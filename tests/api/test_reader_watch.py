@@ -38,8 +38,8 @@ async def shipped_server(database_url: str) -> AsyncIterator[int]:
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
-        create_app(settings), log_level="warning", http=BoundedHttpToolsProtocol
-    )
+        create_app(settings), log_level="warning", loop="asyncio", http=BoundedHttpToolsProtocol
+    )  # as Parley ships (tests/processes.py)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()

@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from app.settings import load_settings
+from tests.processes import SHIPPED_SERVER
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -47,6 +48,7 @@ def uvicorn(port: int) -> list[str]:
         "127.0.0.1",
         "--port",
         str(port),
+        *SHIPPED_SERVER,
     ]
 
 
