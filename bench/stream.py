@@ -77,9 +77,15 @@ SHIPPED_SERVER = ("--loop", "asyncio", "--http", "app.server:BoundedHttpToolsPro
 
 
 def serve_uvicorn(
-    target: str, port: int, env: dict[str, str], factory: bool, profile: str | None = None
+    target: str,
+    port: int,
+    env: dict[str, str],
+    factory: bool,
+    profile: str | None = None,
+    loop: str = "auto",
 ) -> subprocess.Popen[bytes]:
-    """uvicorn, one worker; under ``py-spy record`` (collapsed stacks to ``profile``) if set."""
+    """uvicorn, one worker; under ``py-spy record`` (collapsed stacks to ``profile``) if set.
+    ``loop`` is for the relays (Parley is served on the loop it ships with)."""
     # --gil: only samples holding the GIL (the CPU); --nonblocking: the worker is not paused.
     spy = [str(Path(PY).parent / "py-spy"), "record", "--nonblocking", "--gil", "-r", "200"]
     spy += ["-f", "raw", "-o", str(profile)]
@@ -88,6 +94,8 @@ def serve_uvicorn(
     args += ["--log-level", "warning", "--no-access-log", "--backlog", "4096"]
     if factory:  # Parley, served as it ships (the Makefile's `run`, the Dockerfile's CMD)
         args += ["--factory", *SHIPPED_SERVER]
+    else:
+        args += ["--loop", loop]
     return subprocess.Popen(args, cwd=ROOT, env={**os.environ, **env})
 
 
@@ -296,17 +304,19 @@ def migrate(database_url: str) -> None:
 
 
 def start_servers(
-    dbs: list[str], tmp: str, chat: bool = True
+    dbs: list[str], tmp: str, chat: bool = True, relays_loop: str = "auto"
 ) -> tuple[dict[str, int], dict[str, int], list[subprocess.Popen[bytes]]]:
-    """The upstream, the relays and one Parley per database (two with ``chat``: one more on
-    chat completions): their ports, pids and processes."""
+    """The upstream, the relays (on ``relays_loop``) and one Parley per database (two with
+    ``chat``: one more on chat completions): their ports, pids and processes."""
     ports = {"upstream": free_port(), "relays": free_port()}
     procs = [
         subprocess.Popen([PY, "-m", "bench.stream_upstream", str(ports["upstream"])], cwd=ROOT)
     ]
     relay_env = parley_env("", ports["upstream"])
     procs.append(
-        serve_uvicorn("bench.stream_relays:app", ports["relays"], relay_env, factory=False)
+        serve_uvicorn(
+            "bench.stream_relays:app", ports["relays"], relay_env, False, loop=relays_loop
+        )
     )
     pids = {name: procs[1].pid for name in RELAYS}
     for name in RELAYS:
@@ -409,6 +419,12 @@ def main() -> None:
         default=True,
         help="run the three relays too",
     )
+    parser.add_argument(
+        "--relays-loop",
+        choices=["auto", "asyncio", "uvloop"],
+        default="auto",
+        help="the relays' event loop (auto: uvicorn's default, uvloop when installed)",
+    )
     parser.add_argument("--clients", type=int, default=2, help="load-generating processes")
     parser.add_argument(
         "--json", default="bench/stream-results.json", help="where to write the results"
@@ -420,7 +436,8 @@ def main() -> None:
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         chat = "openai-chat" in args.provider
-        ports, pids, procs = start_servers(args.db or ["sqlite", "postgres"], tmp, chat)
+        dbs = args.db or ["sqlite", "postgres"]
+        ports, pids, procs = start_servers(dbs, tmp, chat, args.relays_loop)
         targets = [n for n in ports if n.startswith("parley") and not n.endswith(CHAT)] + (
             list(RELAYS) if args.relays else []
         )
