@@ -221,7 +221,8 @@ async def test_a_savepoint_on_a_lost_connection_raises_the_loss(
     database: Database, backend: str
 ) -> None:
     """No rollback to the savepoint is tried on a connection the error invalidated: the caller
-    gets the transient loss (app/runs/starts.py answers it 503), not a pending-rollback error."""
+    gets the transient loss, as from any statement on a lost connection, not SQLAlchemy's
+    pending-rollback error raised by a statement on the dead one."""
     if backend != "postgres":
         pytest.skip("SQLite connections do not die with a server")
     async with database.session() as session:
