@@ -99,7 +99,7 @@ class FirstOutputs:
         """When the newest pressing start presses no more (this clock); 0 when none does."""
         if not self._owed:
             return 0.0
-        newest = self._owed[max(self._owed)]  # tickets are asked in order
+        newest = self._owed[next(reversed(self._owed))]  # tickets go in in order: the last
         until = newest + most
         return until if until > self._clock() else 0.0
 

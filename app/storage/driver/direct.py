@@ -33,7 +33,7 @@ import contextlib
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -113,11 +113,8 @@ class Direct:
     def _run(self, conn: Connection, params: Any, many: bool) -> tuple[list[dict[str, Any]], int]:
         dialect = conn.dialect
         form = self._form(dialect, params[0] if many else params, many)
-        if not conn.in_transaction():
-            conn.begin()
-        cursor = conn.connection.cursor()
+        cursor = _cursor(conn)
         try:
-            _prepare_as_sqlalchemy_would(dialect, cursor)
             if many:
                 cursor.executemany(form.sql, [form.parameters(p) for p in params])
             else:
@@ -125,11 +122,7 @@ class Direct:
             rows = form.rows(cursor.fetchall(), cursor.description, dialect) if form.columns else []
             rowcount = cursor.rowcount
         except BaseException as error:
-            _note_schema_change(dialect, error)
-            # SQLAlchemy's own handling of a failed statement: its exception classes (a
-            # StatementError for one raised before the driver, by a type's processor), a lost
-            # connection invalidated with the rest of the pool, the cursor closed.
-            conn._handle_dbapi_exception(error, form.sql, params, cursor, None)
+            _failed(conn, error, form.sql, params, cursor)
         cursor.close()
         return rows, rowcount
 
@@ -168,18 +161,32 @@ async def savepoint(session: AsyncConnection) -> AsyncIterator[None]:
 
 def _raw(conn: Connection, statements: tuple[str, ...]) -> None:
     """Run parameterless statements on the cursor, in the transaction (begun if need be)."""
-    if not conn.in_transaction():
-        conn.begin()
-    cursor = conn.connection.cursor()
+    cursor = _cursor(conn)
     sql = ""
     try:
-        _prepare_as_sqlalchemy_would(conn.dialect, cursor)
         for sql in statements:
             cursor.execute(sql)
     except BaseException as error:
-        _note_schema_change(conn.dialect, error)
-        conn._handle_dbapi_exception(error, sql, (), cursor, None)
+        _failed(conn, error, sql, (), cursor)
     cursor.close()
+
+
+def _cursor(conn: Connection) -> Any:
+    """The driver's cursor, in the transaction SQLAlchemy began or begins now (with its
+    ``begin`` hook), prepared as SQLAlchemy's execution would prepare it."""
+    if not conn.in_transaction():
+        conn.begin()
+    cursor = conn.connection.cursor()
+    _prepare_as_sqlalchemy_would(conn.dialect, cursor)
+    return cursor
+
+
+def _failed(conn: Connection, error: BaseException, sql: str, params: Any, cursor: Any) -> NoReturn:
+    """SQLAlchemy's own handling of a failed statement (it raises): its exception classes (a
+    StatementError for one raised before the driver, by a type's processor), a lost connection
+    invalidated with the rest of the pool, the cursor closed."""
+    _note_schema_change(conn.dialect, error)
+    conn._handle_dbapi_exception(error, sql, params, cursor, None)
 
 
 def _prepare_as_sqlalchemy_would(dialect: Dialect, cursor: Any) -> None:
