@@ -224,6 +224,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         openapi_tags=[{"name": tag} for tag in TAGS],
         lifespan=_lifespan(settings, services),
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
     app.state.services = services

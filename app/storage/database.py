@@ -197,6 +197,9 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
             # can lose the last commits (SQLite's recommended setting for WAL).
             cursor.execute("PRAGMA synchronous = NORMAL")
             cursor.execute("PRAGMA foreign_keys = ON")
+            # A start group's savepoints (app/runs/starts.py) journal the pages they change in
+            # a temporary file, a write system call per page and per page number: in memory.
+            cursor.execute("PRAGMA temp_store = MEMORY")
         finally:
             cursor.close()
 

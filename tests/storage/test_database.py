@@ -33,12 +33,13 @@ async def test_sqlite_connections_use_wal_and_foreign_keys_and_wait_in_the_drive
         async with database.session() as session:
             pragmas = [
                 (await session.execute(text(f"PRAGMA {name}"))).scalar_one()
-                for name in ("journal_mode", "busy_timeout", "foreign_keys")
+                for name in ("journal_mode", "busy_timeout", "foreign_keys", "temp_store")
             ]
     finally:
         await database.dispose()
     # No busy timeout in SQLite itself: it would block the event loop (sqlite_inline waits).
-    assert pragmas == ["wal", 0, 1]
+    # Temporary storage (a savepoint's journal of the pages it changes) in memory: 2.
+    assert pragmas == ["wal", 0, 1, 2]
 
 
 async def test_a_writer_waits_for_another_process_lock_without_blocking_the_loop(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import greenlet
 import pytest
 from sqlalchemy import bindparam, exists, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
@@ -114,6 +117,79 @@ async def test_errors_are_sqlalchemys_and_the_session_stays_usable(database: Dat
         assert not is_transient(raised.value)
         await session.rollback()
         assert len(await Direct(_ROW).rows(session, {"key": "d" * 32})) == 1
+
+
+async def test_on_sqlite_a_statement_in_a_begun_transaction_runs_at_once(
+    database: Database,
+) -> None:
+    """SQLite on the loop's thread needs no greenlet of ``run_sync``'s: once the transaction
+    has begun, a statement runs with no greenlet switch, and fails as SQLAlchemy's execution
+    does."""
+    if not database.is_sqlite:
+        pytest.skip("PostgreSQL's statements wait on the network: each runs in run_sync")
+    insert_one = Direct(insert(CONVERSATIONS))
+    switches: list[str] = []
+
+    def trace(event: str, args: Any) -> None:
+        switches.append(event)
+
+    async def switched(statement: Any) -> int:
+        switches.clear()
+        previous = greenlet.settrace(trace)
+        try:
+            await statement
+        finally:
+            greenlet.settrace(previous)
+        return len(switches)
+
+    async with database.session() as session:
+        begins = await switched(Direct(_ROW).rows(session, {"key": "j" * 32}))
+        at_once = await switched(insert_one.execute(session, conversation("j" * 32)))
+        with pytest.raises(IntegrityError):
+            await insert_one.execute(session, conversation("j" * 32))
+        await session.rollback()
+    assert begins > 0  # the first begins the transaction, in run_sync
+    assert at_once == 0
+
+
+async def test_on_sqlite_a_statement_that_finds_the_lock_taken_waits_without_blocking(
+    database: Database,
+) -> None:
+    """A statement run at once that finds another process holding the write lock did nothing:
+    it runs again the usual way, which waits for the lock with the loop free."""
+    if not database.is_sqlite:
+        pytest.skip("SQLite's lock")
+    other = Database(database.url.render_as_string(hide_password=False))
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        async with other.session() as holder:
+            await holder.execute(text("SELECT 1"))  # BEGIN IMMEDIATE: the write lock, held
+            # a deferred transaction (a reader's) that then writes: it needs the lock
+            async with database.session(readonly=True) as session:
+                await session.execute(text("SELECT 1"))
+                asyncio.get_running_loop().call_later(
+                    0.2, lambda: asyncio.ensure_future(holder.rollback())
+                )
+                began = time.monotonic()
+                assert (
+                    await Direct(insert(CONVERSATIONS)).execute(session, conversation("k" * 32))
+                    == 1
+                )
+                waited = time.monotonic() - began
+                await session.rollback()
+    finally:
+        ticker.cancel()
+        await other.dispose()
+    assert waited >= 0.15
+    assert ticks >= 10  # the loop went on meanwhile
 
 
 async def test_a_savepoint_keeps_its_block_or_undoes_it_alone(database: Database) -> None:

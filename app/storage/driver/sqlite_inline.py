@@ -154,6 +154,11 @@ class Connection:
     def in_transaction(self) -> bool:
         return self._conn.in_transaction
 
+    def inline_cursor(self) -> sqlite3.Cursor:
+        """A plain ``sqlite3`` cursor, for a statement run at once, outside any ``await``
+        (app/storage/driver/direct.py): it does not wait out another process's lock."""
+        return self._conn.cursor()
+
     def cursor(self) -> _Ready[Cursor]:
         """A new cursor (awaited, or entered with ``async with``, as aiosqlite's)."""
         return _Ready(Cursor(self._conn.cursor(), self._busy_timeout))
