@@ -224,6 +224,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         description=DESCRIPTION,
         openapi_tags=[{"name": tag} for tag in TAGS],
         lifespan=_lifespan(settings, services),
+        # FastAPI's OpenTelemetry hooks, asked on every request whether a provider is set:
+        # Parley's metrics and request ids are its own (app/observability).
         telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.settings = settings
