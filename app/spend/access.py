@@ -56,6 +56,8 @@ class KeyAccess:
 
     def __init__(self, settings: Settings, database: Database) -> None:
         self._settings = settings
+        self._static = settings.accepted_api_keys()
+        """``PARLEY_API_KEYS``, read once (every request asks)."""
         self._database = database
         self._keys: dict[str, tuple[float, KeyRecord | None]] = {}
         self._any: tuple[float, bool] = (0.0, False)
@@ -65,7 +67,7 @@ class KeyAccess:
 
     async def grant(self, token: str | None) -> Grant:
         """The caller a token (or none) stands for; ``KeyRefused`` if it may not call."""
-        static = self._settings.accepted_api_keys()
+        static = self._static
         if token is not None and _listed(token, static):
             return Grant(owner_of_token(token))
         if token is not None:
