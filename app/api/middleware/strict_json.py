@@ -151,11 +151,12 @@ class StrictJsonBodies:
 
 
 async def _checked(scope: Scope, body: bytes) -> list[dict[str, Any]]:
-    """What in the body no database stores; a large body is parsed (and checked) off the event
-    loop, and its document handed on to the route (app/api/bodies.py)."""
+    """What in the body no database stores; its document handed on to the route, parsed once
+    (app/api/bodies.py); a large body parsed (and checked) off the event loop."""
     if len(body) <= LARGE_BODY:
-        return _parse(body)[1]
-    document, errors = await asyncio.to_thread(_parse, body)
+        document, errors = _parse(body)
+    else:
+        document, errors = await asyncio.to_thread(_parse, body)
     if document is not _NOT_JSON and not errors:
         hand_on(scope, document)
     return errors

@@ -22,8 +22,8 @@ from fastapi.responses import JSONResponse
 
 from app.api import attach, convert
 from app.api.ai_sdk.response import ChatStreamer, chat_streamer, from_start
-from app.api.bodies import ParsedBodyRoute
-from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep
+from app.api.bodies import ParsedBodyRoute, quick
+from app.api.deps import Caller, CallerDep, CursorQuery, IfMatchDep, get_caller
 from app.api.event_stream import EventStream
 from app.api.idempotency import IdempotencyKeyHeader, idempotent, replay_from
 from app.api.paths import public_path
@@ -207,11 +207,35 @@ StreamBody = Annotated[
 ]
 
 
+_SOLVED_HEADERS = frozenset((b"if-match", b"idempotency-key", b"last-event-id"))
+"""The headers of a stream start that FastAPI reads (and refuses) for it."""
+
+
+async def _plain_start(request: Request) -> Response | None:
+    """A stream start with no query, no If-Match, no Idempotency-Key, no Last-Event-ID and a
+    body the model takes — what a chat window sends — answered without FastAPI's solving
+    (app/api/bodies.py, ``quick``): the caller read by ``get_caller``, the body validated by
+    ``DeltaBundle`` as FastAPI would. None for any other request: FastAPI's way, its refusals."""
+    if request.scope["query_string"] or any(
+        name in _SOLVED_HEADERS for name, _ in request.scope["headers"]
+    ):
+        return None
+    try:
+        document = await request.json() if await request.body() else None
+        body = None if document is None else DeltaBundle.model_validate(document)
+    except (ValueError, RecursionError):  # not JSON, or not a bundle (a ValidationError)
+        return None
+    caller = await get_caller(request, None, request.headers.get("authorization"))
+    conversation_id = request.path_params["conversation_id"]
+    return await post_and_stream(request, conversation_id, caller, None, body)
+
+
 @router.post(
     "/{conversation_id}/stream",
     responses={**SSE_RESPONSES, **STARTS_RESPONSES},
     response_class=EventStream,
 )
+@quick(_plain_start)
 async def post_and_stream(
     request: Request,
     conversation_id: IdPath,
