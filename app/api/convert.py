@@ -73,8 +73,8 @@ def initial_messages(items: Sequence[TextMessageIn], settings: Settings) -> list
 
 
 def delta(bundle: DeltaBundle, settings: Settings) -> Delta:
-    """The domain delta of a bundle; a bad item is named by its index and field."""
-    check_unicode(bundle.model_dump(exclude_unset=True), ("body",))
+    """The domain delta of a bundle; a bad item is named by its index and field. (Its text is
+    valid Unicode: every JSON body's is, app/api/middleware/strict_json.py.)"""
     _check_count(bundle.messages, settings)
     messages: list[Message] = []
     results: list[ToolResult] = []

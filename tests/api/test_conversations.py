@@ -423,6 +423,14 @@ async def test_lone_surrogates_are_refused_not_stored(client: httpx.AsyncClient)
     )
     assert delta.status_code == 422
     assert delta.json()["errors"][0]["loc"] == ["body", "messages", 0, "text"]
+    started = await client.post(
+        f"/conversations/{conv['id']}/stream",
+        content=b'{"messages": [{"role": "user", "text": "x\\ud800"}]}',
+        headers={"content-type": "application/json"},
+    )
+    assert started.status_code == 422
+    assert started.json()["errors"][0]["loc"] == ["body", "messages", 0, "text"]
+    assert (await client.get(f"/conversations/{conv['id']}")).json()["message_count"] == 0
 
 
 async def test_odd_if_match_and_cursor_are_400(client: httpx.AsyncClient) -> None:
