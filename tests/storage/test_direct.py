@@ -98,6 +98,24 @@ async def test_rows_and_values_are_those_of_sqlalchemy(database: Database) -> No
         assert {**stored} == {**changed[0], "pending": False}
 
 
+async def test_each_value_comes_from_where_sqlalchemy_takes_it(database: Database) -> None:
+    """The caller's keys, the statement's own values, and SQLAlchemy's error for a value no
+    one gave."""
+    change = (
+        update(CONVERSATIONS)
+        .where(_C.id == bindparam("key"))
+        .values(version=7, metadata=bindparam("meta"), message_count=_C.message_count + 2)
+    )
+    async with database.session() as session:
+        await Direct(insert(CONVERSATIONS)).execute(session, conversation("m" * 32))
+        changed = await Direct(change).execute(session, {"key": "m" * 32, "meta": {"é": [1]}})
+        (row,) = await Direct(_ROW).rows(session, {"key": "m" * 32})
+        with pytest.raises(StatementError, match="required for bind parameter 'key'"):
+            await Direct(_ROW).rows(session, {})
+    assert changed == 1
+    assert (row["version"], row["metadata"], row["message_count"]) == (7, {"é": [1]}, 2)
+
+
 async def test_a_direct_statement_runs_in_the_sessions_transaction(database: Database) -> None:
     async with database.session() as session:  # never committed: rolled back when it closes
         await Direct(insert(CONVERSATIONS)).execute(session, conversation("c" * 32))

@@ -23,7 +23,9 @@ from app.storage.tables import CONVERSATIONS
 
 APP = Path(__file__).resolve().parents[2] / "app"
 FENCE = APP / "storage" / "driver"
-_PRIVATE = re.compile(r"_handle_dbapi_exception|_invalidate_schema_cache|_connection\._connection")
+_PRIVATE = re.compile(
+    r"_handle_dbapi_exception|_invalidate_schema_cache|_connection\._connection|_collected_params"
+)
 
 
 def test_connection_handles_a_failed_statement_as_direct_calls_it() -> None:
@@ -55,7 +57,8 @@ def test_the_asyncpg_adapter_pings() -> None:
 
 def test_the_compiler_exposes_what_direct_reads() -> None:
     """direct.py compiles a statement and reads its positional SQL, the parameter order, the
-    binds and the flags it refuses; ``construct_params`` fills the values."""
+    binds and the flags it refuses; ``construct_params`` fills the values, or ``_Form`` does as
+    it would from ``bind_names`` (``_collected_params`` empty)."""
     statements = [
         select(CONVERSATIONS).where(CONVERSATIONS.c.id == bindparam("key")),
         insert(CONVERSATIONS),
@@ -79,6 +82,9 @@ def test_the_compiler_exposes_what_direct_reads() -> None:
             assert all(name in compiled.binds for name in compiled.positiontup)
             values = {name: None for name in compiled.positiontup}
             assert set(compiled.construct_params(values)) >= set(compiled.positiontup)
+            # its own way to each value: the binds by name, no values collected elsewhere
+            assert set(compiled.bind_names.values()) >= set(compiled.positiontup)
+            assert not compiled._collected_params
 
 
 def test_the_aiosqlite_adapter_uses_of_the_connection_what_sqlite_inline_has() -> None:

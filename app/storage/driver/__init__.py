@@ -9,7 +9,7 @@ upgrade that moves one fails there, with its name, rather than on a run's stream
 
 - ``direct``: hot statements and the start groups' savepoints on the driver's cursor
   (``Connection._handle_dbapi_exception``, the asyncpg dialect's schema-cache stamp
-  ``_invalidate_schema_cache_asof``).
+  ``_invalidate_schema_cache_asof``, the compiler's ``_collected_params``).
 - ``sqlite_inline``: SQLite on the event loop's thread, impersonating aiosqlite's connection for
   SQLAlchemy's aiosqlite adapter (which reads its ``_connection`` and calls its ``stop``).
 - ``ping``: a pooled asyncpg connection pinged through SQLAlchemy's adapter.
