@@ -89,6 +89,35 @@ async def test_send_stop_and_continue_in_the_playground(
     await context.close()
 
 
+async def test_a_conversation_made_before_the_providers_loaded_gets_the_default(
+    browser: Any, live_server: Any
+) -> None:
+    """A click on "New conversation" right after the page opened, its list of providers still
+    loading (a busy server), makes a conversation on the server's default provider — not one
+    with an empty provider name, which the server refuses."""
+    server = live_server()
+    context = await browser.new_context()
+    await loopback_only(context)
+    page = await context.new_page()
+    loaded = asyncio.Event()
+
+    async def later(route: Any) -> None:
+        await loaded.wait()
+        await route.continue_()
+
+    await page.route("**/providers", later)
+    await page.goto(server.url + "/")
+    conv_id = await new_conversation(page)
+    loaded.set()
+    await expect(page.get_by_label("Provider")).to_have_value("offline")
+    async with await api(server.url, None) as http:
+        made = (await http.get(f"/conversations/{conv_id}")).json()
+    assert "provider" not in made["config"]  # none chosen: runs on the default (offline)
+    await send(page, "hello")
+    await expect(page.get_by_role("status")).to_have_text("Done: completed")
+    await context.close()
+
+
 async def test_the_playground_works_under_a_path_prefix(browser: Any, live_server: Any) -> None:
     """Served at /parley by a proxy (``uvicorn --root-path /parley``): the page loads its
     modules and calls the API under the prefix, streams, stops and continues; the docs link

@@ -300,14 +300,17 @@ $("reasoning").addEventListener("change", () => {
 });
 
 function newConversationBody() {
-  const config = { provider: $("provider").value };
+  // No provider chosen yet (the list still loading, a click right after the page opened): the
+  // server's default, not an empty name it would refuse.
+  const provider = $("provider").value;
+  const config = provider ? { provider } : {};
   if (reasoningPatch()) config.reasoning = reasoningPatch();
   if ($("model").value.trim()) config.model = $("model").value.trim();
   if ($("server-tools").checked) config.tools = ["add_numbers", "current_time"];
   if ($("image-tool").checked) config.tools = [...(config.tools ?? []), "image_generation"];
   const clientTools = $("client-tools").value.trim();
   if (clientTools) config.client_tools = JSON.parse(clientTools);
-  const body = { config, metadata: { title: `${config.provider} · ${new Date().toLocaleTimeString()}` } };
+  const body = { config, metadata: { title: `${provider || "default"} · ${new Date().toLocaleTimeString()}` } };
   if ($("system-prompt").value.trim()) body.system_prompt = $("system-prompt").value.trim();
   return body;
 }
