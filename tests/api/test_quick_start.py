@@ -3,12 +3,14 @@ is answered without FastAPI's solving, any other the framework's way — the sam
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import fastapi.routing
 import httpx
 import pytest
 
+from app.api.routes.streams import post_and_stream
 from app.settings import Settings
 from tests.api.conftest import app_client
 from tests.api.sse import parse
@@ -93,3 +95,20 @@ async def test_the_caller_is_checked_as_fastapi_checks_it(
         solved.clear()
         assert await started(client, url, json=HI, headers=good) == ["hi", " there"]
         assert solved == []
+
+
+def test_the_quick_way_reads_every_parameter_the_route_takes() -> None:
+    """``_plain_start`` calls the endpoint with what it read itself: a parameter added to the
+    route (a header, a query, a dependency) must be read there too, or send the request the
+    framework's way — else the quick way would silently skip it."""
+    assert list(inspect.signature(post_and_stream).parameters) == [
+        "request",
+        "conversation_id",  # the path's
+        "caller",  # get_caller, called
+        "expected_version",  # If-Match: the framework's way when sent
+        "body",  # DeltaBundle.model_validate
+        "on_disconnect",  # a query: the framework's way when there is one
+        "protocol",
+        "idempotency_key",  # the framework's way when sent
+        "last_event_id",
+    ]

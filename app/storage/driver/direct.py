@@ -233,7 +233,7 @@ def _inline(session: AsyncConnection) -> tuple[Connection, InlineSQLite] | None:
     if conn is None or conn.invalidated or not conn.in_transaction():
         return None
     driver = conn.connection.driver_connection
-    return (conn, driver) if isinstance(driver, InlineSQLite) else None
+    return (conn, driver) if isinstance(driver, InlineSQLite) and driver.is_open else None
 
 
 def _cursor(conn: Connection) -> Any:

@@ -154,6 +154,10 @@ class Connection:
     def in_transaction(self) -> bool:
         return self._conn.in_transaction
 
+    @property
+    def is_open(self) -> bool:
+        return self._connection is not None
+
     def inline_cursor(self) -> sqlite3.Cursor:
         """A plain ``sqlite3`` cursor, for a statement run at once, outside any ``await``
         (app/storage/driver/direct.py): it does not wait out another process's lock."""
