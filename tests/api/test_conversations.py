@@ -416,20 +416,14 @@ async def test_lone_surrogates_are_refused_not_stored(client: httpx.AsyncClient)
     assert created.status_code == 422
     assert created.json()["errors"][0]["loc"] == ["body", "metadata", "a"]
     conv = await create(client)
-    delta = await client.post(
-        f"/conversations/{conv['id']}/deltas",
-        content=b'{"messages": [{"role": "user", "text": "x\\udfff"}]}',
-        headers={"content-type": "application/json"},
-    )
-    assert delta.status_code == 422
-    assert delta.json()["errors"][0]["loc"] == ["body", "messages", 0, "text"]
-    started = await client.post(
-        f"/conversations/{conv['id']}/stream",
-        content=b'{"messages": [{"role": "user", "text": "x\\ud800"}]}',
-        headers={"content-type": "application/json"},
-    )
-    assert started.status_code == 422
-    assert started.json()["errors"][0]["loc"] == ["body", "messages", 0, "text"]
+    for path, text in (("deltas", b"x\\udfff"), ("stream", b"x\\ud800")):
+        refused = await client.post(
+            f"/conversations/{conv['id']}/{path}",
+            content=b'{"messages": [{"role": "user", "text": "' + text + b'"}]}',
+            headers={"content-type": "application/json"},
+        )
+        assert refused.status_code == 422
+        assert refused.json()["errors"][0]["loc"] == ["body", "messages", 0, "text"]
     assert (await client.get(f"/conversations/{conv['id']}")).json()["message_count"] == 0
 
 

@@ -40,7 +40,7 @@ import sqlite3
 import weakref
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -55,6 +55,7 @@ Row = Mapping[str, Any]
 """A row as the storage layer reads it: ``Direct``'s dicts and ``Result.mappings()`` alike."""
 _Processor = Callable[[Any], Any] | None
 _REQUIRED = object()
+T = TypeVar("T")
 
 
 @dataclass
@@ -79,12 +80,14 @@ class _Form:
         makes them (a dict of every bind, a third of a start's statement time), read directly."""
         if self.plan is None:
             values = self.compiled.construct_params(params)
-            plan: Any = ((name, name, _REQUIRED) for name in self.names)
-            params = values
-        else:
-            plan = self.plan
+            return tuple(
+                value if process is None else process(value)
+                for value, process in zip(
+                    (values[name] for name in self.names), self.bind_processors, strict=True
+                )
+            )
         out = []
-        for (key, name, own), process in zip(plan, self.bind_processors, strict=True):
+        for (key, name, own), process in zip(self.plan, self.bind_processors, strict=True):
             if key in params:
                 value = params[key]
             elif name in params:
@@ -126,11 +129,7 @@ class Direct:
 
     async def rows(self, session: AsyncConnection, params: Params) -> list[dict[str, Any]]:
         """Run it once with ``params``; the rows it returns."""
-        at_once = _inline(session)
-        if at_once is not None:
-            with contextlib.suppress(_Busy):
-                return self._run(*at_once, params, False)[0]
-        rows, _ = await session.run_sync(self._run, None, params, False)
+        rows, _ = await _on_cursor(session, self._run, params, False)
         return rows
 
     async def execute(self, session: AsyncConnection, params: Params | Sequence[Params]) -> int:
@@ -139,11 +138,8 @@ class Direct:
         many = isinstance(params, Sequence)
         if many and not params:
             return 0
-        at_once = _inline(session) if not many or len(params) <= MANY_ROWS else None
-        if at_once is not None:
-            with contextlib.suppress(_Busy):
-                return self._run(*at_once, params, many)[1]
-        _, rowcount = await session.run_sync(self._run, None, params, many)
+        at_once = not many or len(params) <= MANY_ROWS  # a long one goes to SQLite's thread
+        _, rowcount = await _on_cursor(session, self._run, params, many, at_once=at_once)
         return rowcount
 
     def _run(
@@ -201,11 +197,19 @@ async def savepoint(session: AsyncConnection) -> AsyncIterator[None]:
 
 async def _statements(session: AsyncConnection, *statements: str) -> None:
     """Run parameterless statements on the cursor, in the transaction (begun if need be)."""
-    at_once = _inline(session)
-    if at_once is not None:
+    await _on_cursor(session, _raw, statements)
+
+
+async def _on_cursor(
+    session: AsyncConnection, run: Callable[..., T], *args: Any, at_once: bool = True
+) -> T:
+    """``run(connection, sqlite, *args)``: at once on SQLite's own connection when it can
+    (``_inline``), else in ``run_sync``'s greenlet with ``sqlite`` None."""
+    inline = _inline(session) if at_once else None
+    if inline is not None:
         with contextlib.suppress(_Busy):
-            return _raw(*at_once, statements)
-    await session.run_sync(_raw, None, statements)
+            return run(*inline, *args)
+    return await session.run_sync(run, None, *args)
 
 
 def _raw(conn: Connection, sqlite: InlineSQLite | None, statements: tuple[str, ...]) -> None:
