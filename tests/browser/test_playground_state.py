@@ -322,3 +322,35 @@ async def test_a_changed_address_opens_the_conversation_it_names(
     await expect(page.get_by_role("button", name="Send")).to_be_disabled()
     assert [e for e in errors if "404" not in e] == []
     await context.close()
+
+
+async def test_a_send_waits_for_the_opened_transcript(browser: Any, live_server: Any) -> None:
+    """A message sent the moment a conversation opened, its transcript still being read (a busy
+    server), used to start a run at once, whose streaming reply the transcript then replaced:
+    the page showed no text until the run had ended. The send now waits for the transcript."""
+    server = live_server(offline_delay_ms=DELAY_MS)
+    context, page, errors = await open_page(browser, server.url + "/")
+    shown = asyncio.Event()
+    held: list[str] = []
+
+    async def first_read_held(route: Any) -> None:
+        if not held:
+            held.append(route.request.url)
+            await shown.wait()
+        await route.continue_()
+
+    await page.route(re.compile(r".*/conversations/[^/]+/messages$"), first_read_held)
+    conv_id = await new_conversation(page)
+    await send(page, STOPPED_WORDS)
+    log = page.get_by_role("log")
+    async with await api(server.url, None) as http:
+        await asyncio.sleep(0.5)
+        assert (await http.get(f"/conversations/{conv_id}")).json()["status"] == "idle"
+        shown.set()
+        await expect(log.locator(".msg.streaming")).to_contain_text("word3 ")
+        assert (await http.get(f"/conversations/{conv_id}")).json()["status"] == "running"
+        await expect(log.locator(".msg.streaming")).to_contain_text("word12 ")
+        await http.post(f"/conversations/{conv_id}/cancel")
+    await expect(page.get_by_role("status")).to_have_text("Done: aborted")
+    assert len(held) == 1 and errors == []
+    await context.close()

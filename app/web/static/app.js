@@ -6,12 +6,15 @@ import {
 import {
   clearPending, hasPending, initAttach, renderAttachments, streamedImage, uploadPending,
 } from "./attach.js";
+import { initReasoning, reasoningPatch, showReasoning } from "./reasoning.js";
 import { awaitTitle, initSidebar, loadConversations, showOpen } from "./sidebar.js";
 
 const $ = (id) => document.getElementById(id);
 // `stream`: the AbortController of the reader following a run in this tab (null: none). Opening
 // another conversation aborts it, which only detaches the reader: the run goes on.
-const state = { id: null, running: false, stream: null, pages: 1 };
+// `opened`: settles once the open conversation's transcript is shown; a send waits for it (showing
+// the transcript would take a reply that began streaming meanwhile off the page).
+const state = { id: null, running: false, stream: null, pages: 1, opened: Promise.resolve() };
 
 function setStatus(text) { $("status").textContent = text; }
 
@@ -259,45 +262,22 @@ async function open(id) {
   $("run-error").textContent = "";
   setRunning(false);
   setStatus("");
-  const conversation = await request("GET", conversationPath(id));
-  showOpen(conversation);
-  showReasoning(conversation.config);
-  await showTranscript();
+  let shown;
+  state.opened = new Promise((resolve) => { shown = resolve; });
+  let conversation;
+  try {
+    conversation = await request("GET", conversationPath(id));
+    showOpen(conversation);
+    showReasoning(conversation.config);
+    await showTranscript();
+  } finally {
+    shown();
+  }
   await loadConversations();
   if (conversation.status === "running" && conversation.run_id && state.id === id && !state.running) {
     run(undefined, { lastEventId: `${conversation.run_id}:0` });
   }
 }
-
-// The Reasoning select: the open conversation's `config.reasoning.effort` ("" for the
-// provider's default, also when only a budget or a summary is set).
-function showReasoning(config) {
-  $("reasoning").value = config.reasoning?.effort ?? "";
-}
-
-// The select's `config.reasoning` patch: null resets it to the provider's default.
-function reasoningPatch() {
-  const effort = $("reasoning").value;
-  return effort ? { effort } : null;
-}
-
-$("reasoning").addEventListener("change", () => {
-  if (!state.id) return; // a new conversation takes it with its config
-  const id = state.id;
-  guarded(async () => {
-    try {
-      const body = { config: { reasoning: reasoningPatch() } };
-      const changed = await request("POST", conversationPath(id, "/deltas"), body);
-      if (state.id === id) showReasoning(changed.config);
-      setStatus(`Reasoning: ${$("reasoning").selectedOptions[0].textContent}.`);
-    } catch (error) {
-      // not changed (a run holds the conversation, say): show what it still runs with
-      const conversation = await request("GET", conversationPath(id));
-      if (state.id === id) showReasoning(conversation.config);
-      throw error;
-    }
-  });
-});
 
 function newConversationBody() {
   // No provider chosen yet (the list still loading, a click right after the page opened): the
@@ -323,9 +303,11 @@ $("new-form").addEventListener("submit", (event) => {
   });
 });
 
-$("send-form").addEventListener("submit", (event) => {
+$("send-form").addEventListener("submit", async (event) => {
   event.preventDefault();
-  if (!state.id || state.running) return;
+  const id = state.id;
+  await state.opened;
+  if (!id || id !== state.id || state.running) return;
   const text = $("message").value;
   const role = $("role").value;
   $("message").value = "";
@@ -434,6 +416,7 @@ window.addEventListener("hashchange", () => guarded(openFromAddress));
 initAttach({ button: $("attach"), input: $("attach-input"), box: $("message"), zone: $("chat"),
   chips: $("chips") });
 initSidebar({ state, open, guarded, setStatus });
+initReasoning({ state, guarded, setStatus });
 
 guarded(async () => {
   await loadProviders();
