@@ -29,7 +29,7 @@ from app.runs.priority import FirstOutputs
 from app.runs.recovery import recover
 from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable, load_prices
-from app.spend.ledger import charge
+from app.spend.ledger import charge_many
 from app.spend.limits import prune_windows
 from app.storage import (
     ConversationNotFound,
@@ -405,6 +405,7 @@ async def _land(
     records = await repo.append_for_runs([_append(c) for c in commits])
     endings: list[RunEnding] = []
     ended: list[RunEnded] = []
+    bills: list[tuple[Payer, Sequence[Charge]]] = []
     for commit, record in zip(commits, records, strict=True):
         if isinstance(record, StorageError):
             landing.outcomes.append(record)
@@ -418,12 +419,13 @@ async def _land(
         if (ending := commit.ending) is not None:
             endings.append(RunEnding(run.run_id, ending.status, ending.error_code, ending.usage))
             if ending.payer is not None:
-                await charge(repo.session, ending.payer, ending.charges, prices)
+                bills.append((ending.payer, ending.charges))
             ended.append(
                 RunEnded(
                     run.owner, run.conversation_id, run.run_id, ending.status, ending.error_code
                 )
             )
+    await charge_many(repo.session, bills, prices)
     await RunRepository(repo.session).finish_many(endings)
     await enqueue_run_endings(repo.session, ended)  # the webhooks' outbox, in this transaction
     return landing

@@ -56,36 +56,46 @@ async def charge(
 ) -> None:
     """Write the calls' rows (in the caller's transaction); a call already written is kept
     (and not counted again in the metrics)."""
-    if not charges:
+    await charge_many(session, [(payer, charges)], prices)
+
+
+async def charge_many(
+    session: AsyncConnection,
+    bills: Sequence[tuple[Payer, Sequence[Charge]]],
+    prices: PriceTable,
+) -> None:
+    """``charge`` for several runs at once (the endings one flush stores): one statement."""
+    rows = [_row(payer, c, prices) for payer, charges in bills for c in charges]
+    if not rows:
         return
-    rows: list[dict[str, Any]] = []
-    for c in charges:
-        tokens = {kind: int(getattr(c.usage, kind) or 0) for kind in TOKEN_KINDS}
-        rows.append(
-            {
-                "run_id": payer.run_id,
-                "call": c.call,
-                "conversation_id": payer.conversation_id,
-                "owner": payer.owner,
-                "key_id": payer.key_id,
-                "provider": c.provider,
-                "model": c.model,
-                **tokens,
-                "cost_usd": prices.cost(c.model, c.usage),
-                "at": c.at,
-            }
-        )
     dialect = postgresql if session.dialect.name == "postgresql" else sqlite
     statement = (
         dialect.insert(USAGE_LEDGER)
         .on_conflict_do_nothing(index_elements=[_L.run_id, _L.call])
-        .returning(_L.call)
+        .returning(_L.run_id, _L.call)
     )
-    written = set((await session.execute(statement, rows)).scalars())
+    written = {tuple(row) for row in await session.execute(statement, rows)}
     for row in rows:
-        if row["call"] in written:
+        if (key := (row["run_id"], row["call"])) in written:
+            written.discard(key)  # counted once, should a call come twice
             tokens = {kind: row[kind] for kind in TOKEN_KINDS}
             charged(row["provider"], row["model"], tokens, row["cost_usd"])
+
+
+def _row(payer: Payer, c: Charge, prices: PriceTable) -> dict[str, Any]:
+    tokens = {kind: int(getattr(c.usage, kind) or 0) for kind in TOKEN_KINDS}
+    return {
+        "run_id": payer.run_id,
+        "call": c.call,
+        "conversation_id": payer.conversation_id,
+        "owner": payer.owner,
+        "key_id": payer.key_id,
+        "provider": c.provider,
+        "model": c.model,
+        **tokens,
+        "cost_usd": prices.cost(c.model, c.usage),
+        "at": c.at,
+    }
 
 
 def entries_from_log(rows: Sequence[EventRow]) -> list[Usage]:

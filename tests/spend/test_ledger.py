@@ -11,12 +11,13 @@ from typing import Any
 
 import httpx
 from prometheus_client import REGISTRY
+from sqlalchemy import event as sa_event
 
 from app.domain import Usage
 from app.main import create_app
 from app.settings import Settings
 from app.spend import Charge, Payer, PriceTable
-from app.spend.ledger import charge, conversation_totals, usage_report
+from app.spend.ledger import charge, charge_many, conversation_totals, usage_report
 from app.storage import Database
 from tests.api.conftest import app_client, wait_for
 from tests.api.sse import Event, parse
@@ -146,6 +147,50 @@ async def test_an_unknown_model_is_charged_with_cost_null_and_counted_once(
     assert totals["calls"] == 1 and totals["cost_usd"] is None and totals["unpriced_calls"] == 1
     assert report[0]["group"] == "openai/gpt-mystery"
     assert unpriced() == before + 1
+
+
+async def test_the_endings_of_one_flush_are_charged_in_one_statement_each_call_once(
+    database: Database,
+) -> None:
+    """A flush's endings (app/runs/writer.py) charge several runs together: each call gets its
+    row, a call already written (one run's ending written again) is kept and not counted again,
+    and runs with the same call numbers do not shadow each other."""
+
+    def calls(model: str) -> float:
+        labels = {"provider": "openai", "model": model}
+        return REGISTRY.get_sample_value("parley_unpriced_calls_total", labels) or 0.0
+
+    now = datetime.now(UTC)
+    payers = [Payer(f"{n}" * 32, "d" * 32, "key:x", None) for n in range(3)]
+    bills = [
+        (
+            payer,
+            [Charge(call, "openai", f"gpt-flush-{n}", Usage(n + 1, call), now) for call in (1, 2)],
+        )
+        for n, payer in enumerate(payers)
+    ]
+    async with database.transaction() as session:
+        await charge(session, *bills[0], PriceTable({}))
+    before = [calls(f"gpt-flush-{n}") for n in range(3)]
+    inserts: list[str] = []
+
+    def count(conn: Any, cursor: Any, statement: str, *_: Any) -> None:
+        if statement.startswith("INSERT INTO usage_ledger"):
+            inserts.append(statement)
+
+    sa_event.listen(database.engine.sync_engine, "before_cursor_execute", count)
+    try:
+        async with database.transaction() as session:
+            await charge_many(session, bills, PriceTable({}))
+            await charge_many(session, [], PriceTable({}))
+    finally:
+        sa_event.remove(database.engine.sync_engine, "before_cursor_execute", count)
+    assert len(inserts) == 1
+    assert [calls(f"gpt-flush-{n}") - before[n] for n in range(3)] == [0, 2, 2]
+    async with database.session(readonly=True) as session:
+        totals = await conversation_totals(session, "d" * 32)
+    assert totals["calls"] == 6
+    assert totals["input_tokens"] == 2 * (1 + 2 + 3) and totals["output_tokens"] == 3 * (1 + 2)
 
 
 async def test_an_aborted_run_is_charged_for_no_call_it_did_not_finish(
