@@ -5,14 +5,14 @@ lease, the run's row and first event (app/runs/runner.py) — and a herd of them
 clients sending at once) would be a hundred transactions queued on one database: on SQLite one
 writer at a time, each paying its own connection, ``BEGIN`` and commit, with the event writer's
 flush waiting behind all of them. ``StartGroups`` runs the starts waiting at one moment in one
-transaction, as the event writer groups events: the first start of an idle process goes at
-once, alone (no savepoint: it costs what it did before); those that arrive while a transaction
-is under way form the next, each in a savepoint of its own, so a start that is refused (a
-held lease, a version that does not match, a budget spent) rolls back its own writes only and
-gets its own error, while the others commit. A transaction that fails as a whole (a deadlock
-between two processes' groups) is retried start by start, so one start never costs another its
-answer; a database that does not answer fails the group's starts at once (503), each alone would
-wait for it again. Starts are taken in the order of their conversation ids, so two
+transaction, as the event writer groups events: the first start of an idle process goes at once,
+alone (no savepoint: it costs what it did before); those that arrive while a transaction is
+under way form the next, each as in a savepoint of its own (``SavepointChain``), so a start that
+is refused (a held lease, a version that does not match, a budget spent) rolls back its own
+writes only and gets its own error, while the others commit. A transaction that fails as a whole
+(a deadlock between two processes' groups) is retried start by start, so one start never costs
+another its answer; a database that does not answer fails the group's starts at once (503), each
+alone would wait for it again. Starts are taken in the order of their conversation ids, so two
 processes' groups lock their rows in one order.
 
 A caller that goes away (a cancelled request) before its start was taken is dropped; once its
@@ -30,7 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from app.storage import Database, DatabaseUnavailable, savepoint
+from app.storage import Database, DatabaseUnavailable, SavepointChain
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -139,20 +139,13 @@ class StartGroups:
             if len(group) == 1:  # alone: no savepoint; its error rolls the transaction back
                 outcomes.append(await group[0].work(session))
             else:
+                chain = SavepointChain(session)
                 for start in group:
-                    outcomes.append(await _in_savepoint(session, start.work))
+                    await chain.run(start.work)
+                outcomes = await chain.finish()
             await session.commit()
         self.transactions += 1
         return outcomes
-
-
-async def _in_savepoint(session: AsyncConnection, work: Work[T]) -> T | Exception:
-    """``work`` in a savepoint: rolled back to it, and its exception returned, if it raised."""
-    try:
-        async with savepoint(session):
-            return await work(session)
-    except Exception as exc:
-        return exc
 
 
 def _settle(start: _Start[Any], outcome: Any) -> None:

@@ -13,7 +13,7 @@ from app.storage.conversations import (
     merge_document,
 )
 from app.storage.database import Database
-from app.storage.driver import savepoint
+from app.storage.driver import SavepointChain, savepoint
 from app.storage.errors import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -55,6 +55,7 @@ __all__ = [
     "RunNotFound",
     "RunRecord",
     "RunRepository",
+    "SavepointChain",
     "SchemaNotMigrated",
     "StorageConflict",
     "StorageError",

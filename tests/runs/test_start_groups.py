@@ -11,11 +11,18 @@ from typing import Any
 import pytest
 
 from app.domain import TextMessage, ToolCallMessage
+from app.runs import starts as starts_module
 from app.runs.delta import Delta
 from app.runs.errors import NothingToAnswer, PendingToolCalls
 from app.runs.follow import RunReader
 from app.runs.services import Services
-from app.storage import ConversationNotFound, DatabaseUnavailable, LeaseHeld, VersionConflict
+from app.storage import (
+    ConversationNotFound,
+    DatabaseUnavailable,
+    LeaseHeld,
+    SavepointChain,
+    VersionConflict,
+)
 from tests.runs.conftest import (
     OWNER,
     MakeServices,
@@ -25,6 +32,7 @@ from tests.runs.conftest import (
     start_run,
 )
 from tests.runs.test_runs import PacedAdapter, body
+from tests.storage.storage_support import backend_pid, terminate_backends
 
 
 async def idle(services: Services, conversation_id: str) -> None:
@@ -238,3 +246,32 @@ async def test_a_group_the_database_does_not_answer_fails_at_once_not_start_by_s
     assert tried == [5]  # one try for the group: no connection attempt per start after it
     assert all(isinstance(o, DatabaseUnavailable) for o in outcomes), outcomes
     assert body((await all_events(await blocker))[-1])["status"] == "completed"
+
+
+async def test_a_group_whose_connection_dies_midway_is_retried_start_by_start(
+    make_services: MakeServices, database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's connection lost between two starts of a group (a restart, a killed
+    backend): the group's commit fails, and each start is tried again alone on a new
+    connection — none is refused 503 for a loss only its group's connection saw."""
+    if not database_url.startswith("postgresql"):
+        pytest.skip("SQLite connections do not die with a server")
+    services = await make_services(PacedAdapter(words=2, delay=0.01))
+    ids = [await new_conversation(services, "hi") for _ in range(6)]
+    killed: list[int] = []
+
+    class Dying(SavepointChain):
+        async def run(self, work: Any) -> None:
+            await super().run(work)
+            if not killed:
+                killed.append(await backend_pid(self.session))
+                await terminate_backends(services.database, killed[0])
+
+    monkeypatch.setattr(starts_module, "SavepointChain", Dying)
+    services.starts.parallel = 1
+    blocker = asyncio.ensure_future(start_run(services, ids[0]))  # alone: the others queue
+    outcomes = await asyncio.gather(*(start_run(services, c) for c in ids[1:]))
+
+    assert killed
+    for run in [await blocker, *outcomes]:
+        assert body((await all_events(run))[-1])["status"] == "completed"

@@ -9,13 +9,13 @@ from typing import Any
 
 import greenlet
 import pytest
-from sqlalchemy import bindparam, exists, insert, select, text, update
+from sqlalchemy import bindparam, exists, func, insert, select, text, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, StatementError
 from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.storage import Database, is_transient
-from app.storage.driver import Direct, savepoint
+from app.storage.driver import Direct, SavepointChain, savepoint
 from app.storage.tables import CONVERSATIONS, MESSAGES, RUN_EVENTS
 from tests.storage.storage_support import backend_pid, terminate_backends
 
@@ -137,14 +137,12 @@ async def test_errors_are_sqlalchemys_and_the_session_stays_usable(database: Dat
         assert len(await Direct(_ROW).rows(session, {"key": "d" * 32})) == 1
 
 
-async def test_on_sqlite_a_statement_in_a_begun_transaction_runs_at_once(
+async def test_a_statement_in_a_begun_transaction_needs_no_greenlet(
     database: Database,
 ) -> None:
-    """SQLite on the loop's thread needs no greenlet of ``run_sync``'s: once the transaction
-    has begun, a statement runs with no greenlet switch, and fails as SQLAlchemy's execution
-    does."""
-    if not database.is_sqlite:
-        pytest.skip("PostgreSQL's statements wait on the network: each runs in run_sync")
+    """Once the transaction has begun, a statement runs with no greenlet of ``run_sync``'s —
+    at once on SQLite (on the loop's thread), awaited on asyncpg's adapted cursor — and fails
+    as SQLAlchemy's execution does; so do a chain's savepoints."""
     insert_one = Direct(insert(CONVERSATIONS))
     switches: list[str] = []
 
@@ -163,11 +161,17 @@ async def test_on_sqlite_a_statement_in_a_begun_transaction_runs_at_once(
     async with database.session() as session:
         begins = await switched(Direct(_ROW).rows(session, {"key": "j" * 32}))
         at_once = await switched(insert_one.execute(session, conversation("j" * 32)))
+        chain = SavepointChain(session)
+        await chain.run(lambda s: insert_one.execute(s, conversation("j" * 32)))  # refused
+        many = [conversation(k * 32) for k in "kl"]
+        chained = await switched(chain.run(lambda s: insert_one.execute(s, many)))
+        chained += await switched(chain.finish())
+        assert [type(o) for o in chain.outcomes] == [IntegrityError, int]
         with pytest.raises(IntegrityError):
             await insert_one.execute(session, conversation("j" * 32))
         await session.rollback()
     assert begins > 0  # the first begins the transaction, in run_sync
-    assert at_once == 0
+    assert at_once == 0 and chained == 0
 
 
 async def test_on_sqlite_a_statement_that_finds_the_lock_taken_waits_without_blocking(
@@ -343,3 +347,90 @@ async def test_a_lost_connection_invalidates_the_rest_of_the_pool(
         assert outcomes == ["transient", "ok"]
     finally:
         await database.dispose()
+
+
+async def test_a_savepoint_chain_keeps_each_block_or_undoes_it_alone(database: Database) -> None:
+    """As a savepoint a block: a block that raises (a statement the database refused included)
+    has its writes undone and its exception as its outcome; the blocks before and after it,
+    and the transaction's own writes, commit."""
+    insert_one = Direct(insert(CONVERSATIONS))
+
+    async def duplicate(session: Any) -> None:
+        await insert_one.execute(session, conversation("n" * 32))
+        await insert_one.execute(session, conversation("m" * 32))
+
+    async def refused(session: Any) -> None:
+        await insert_one.execute(session, conversation("o" * 32))
+        raise RuntimeError("refused")
+
+    def one(key: str) -> Any:
+        return lambda session: insert_one.execute(session, conversation(key * 32))
+
+    async with database.session() as session:
+        await insert_one.execute(session, conversation("l" * 32))
+        chain = SavepointChain(session)
+        for work in (one("m"), duplicate, refused, refused, one("p"), one("q")):
+            await chain.run(work)
+        outcomes = await chain.finish()
+        await insert_one.execute(session, conversation("r" * 32))
+        await session.commit()
+    kinds = [type(o) for o in outcomes]
+    assert kinds == [int, IntegrityError, RuntimeError, RuntimeError, int, int]
+    async with database.session() as session:
+        kept = [(await Direct(_ROW).rows(session, {"key": k * 32})) != [] for k in "lmnopqr"]
+    assert kept == [True, True, False, False, True, True, True]
+
+
+async def test_a_chain_block_whose_release_is_refused_is_undone_alone(
+    database: Database, backend: str
+) -> None:
+    """A block that swallowed a refused statement returns as if it succeeded: PostgreSQL then
+    refuses the release (taken with the next block's savepoint, or by ``finish``), and that
+    block is undone, its outcome the refusal, while the next one still runs and commits."""
+    if backend != "postgres":
+        pytest.skip("SQLite goes on after a refused statement")
+    insert_one = Direct(insert(CONVERSATIONS))
+
+    def swallowing(key: str) -> Any:
+        async def work(session: Any) -> str:
+            await insert_one.execute(session, conversation(key * 32))
+            with pytest.raises(IntegrityError):
+                await insert_one.execute(session, conversation(key * 32))
+            return "swallowed"
+
+        return work
+
+    async with database.session() as session:
+        chain = SavepointChain(session)
+        await chain.run(swallowing("s"))
+        await chain.run(lambda s: insert_one.execute(s, conversation("t" * 32)))
+        await chain.run(swallowing("u"))
+        outcomes = await chain.finish()
+        await session.commit()
+    assert isinstance(outcomes[0], DBAPIError) and isinstance(outcomes[2], DBAPIError)
+    assert outcomes[1] == 1
+    async with database.session() as session:
+        kept = [(await Direct(_ROW).rows(session, {"key": k * 32})) != [] for k in "stu"]
+    assert kept == [False, True, False]
+
+
+async def test_a_cancelled_statement_leaves_the_pool_sound(
+    database: Database, backend: str
+) -> None:
+    """A request cancelled while its statement runs on PostgreSQL (a client gone, a shutdown):
+    the connection, mid-protocol, is invalidated as SQLAlchemy's execution would, and the next
+    session gets a sound one."""
+    if backend != "postgres":
+        pytest.skip("SQLite's statements run at once: nothing to cancel mid-statement")
+    sleep = Direct(select(func.pg_sleep(bindparam("seconds")).label("slept")))
+    async with database.session() as session:
+        await Direct(_ROW).rows(session, {"key": "v" * 32})  # the transaction begins
+        task = asyncio.create_task(sleep.rows(session, {"seconds": 5}))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        began = time.monotonic()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        assert time.monotonic() - began < 4
+        assert session.invalidated
+    assert await read_in_new_session(database) == "ok"

@@ -25,6 +25,7 @@ APP = Path(__file__).resolve().parents[2] / "app"
 FENCE = APP / "storage" / "driver"
 _PRIVATE = re.compile(
     r"_handle_dbapi_exception|_invalidate_schema_cache|_connection\._connection|_collected_params"
+    r"|_prepare_and_execute|_executemany|_execute_mutex"
 )
 
 
@@ -53,6 +54,28 @@ def test_the_asyncpg_dialect_stamps_its_schema_cache_as_direct_copies() -> None:
 def test_the_asyncpg_adapter_pings() -> None:
     """``driver.ping`` calls the adapted connection's ``ping()`` (not a DBAPI method)."""
     assert callable(pg_asyncpg.AsyncAdapt_asyncpg_connection.ping)
+
+
+def test_the_asyncpg_adapter_has_what_direct_awaits() -> None:
+    """On asyncpg, direct.py awaits the adapted cursor's own coroutines (what its ``execute``
+    and ``executemany`` run in a greenlet), and sends parameterless statements on the adapted
+    connection's asyncpg connection under its mutex, once its transaction began; a failure goes
+    through the adapter's ``_handle_exception`` (its DBAPI exception classes)."""
+    cursor = pg_asyncpg.AsyncAdapt_asyncpg_cursor
+    for name, arguments in (
+        ("_prepare_and_execute", ["self", "operation", "parameters"]),
+        ("_executemany", ["self", "operation", "seq_of_parameters"]),
+    ):
+        method = getattr(cursor, name)
+        assert inspect.iscoroutinefunction(method)
+        assert list(inspect.signature(method).parameters) == arguments
+    assert "await_(self._prepare_and_execute(" in inspect.getsource(cursor.execute)
+    assert "await_(self._executemany(" in inspect.getsource(cursor.executemany)
+    adapted = pg_asyncpg.AsyncAdapt_asyncpg_connection
+    slots = {name for kind in adapted.__mro__ for name in getattr(kind, "__slots__", ())}
+    assert {"_connection", "_transaction", "_execute_mutex"} <= slots
+    assert "self._transaction = None" in inspect.getsource(adapted._handle_exception)
+    assert inspect.iscoroutinefunction(adapted._start_transaction)
 
 
 def test_the_compiler_exposes_what_direct_reads() -> None:
