@@ -13,7 +13,7 @@ from app.storage.conversations import (
     merge_document,
 )
 from app.storage.database import Database
-from app.storage.driver import SavepointChain, savepoint
+from app.storage.driver import SavepointChain
 from app.storage.errors import (
     ConversationNotFound,
     DatabaseUnavailable,
@@ -67,6 +67,5 @@ __all__ = [
     "is_transient",
     "merge_document",
     "new_run_id",
-    "savepoint",
     "utcnow",
 ]

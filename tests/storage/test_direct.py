@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import create_async_engine
 from sqlalchemy.pool import NullPool
 
 from app.storage import Database, is_transient
-from app.storage.driver import Direct, SavepointChain, savepoint
+from app.storage.driver import Direct, SavepointChain
 from app.storage.tables import CONVERSATIONS, MESSAGES, RUN_EVENTS
 from tests.storage.storage_support import backend_pid, terminate_backends
 
@@ -214,30 +214,6 @@ async def test_on_sqlite_a_statement_that_finds_the_lock_taken_waits_without_blo
     assert ticks >= 10  # the loop went on meanwhile
 
 
-async def test_a_savepoint_keeps_its_block_or_undoes_it_alone(database: Database) -> None:
-    """As ``begin_nested``: a block that raises (a statement the database refused included —
-    PostgreSQL then refuses everything until the rollback to the savepoint) has its writes
-    undone, and the transaction goes on to commit the writes before and after it."""
-    insert_one = Direct(insert(CONVERSATIONS))
-    async with database.session() as session:
-        await insert_one.execute(session, conversation("e" * 32))
-        with pytest.raises(IntegrityError):
-            async with savepoint(session):
-                await insert_one.execute(session, conversation("f" * 32))
-                await insert_one.execute(session, conversation("e" * 32))  # a duplicate
-        with pytest.raises(RuntimeError):
-            async with savepoint(session):
-                await insert_one.execute(session, conversation("g" * 32))
-                raise RuntimeError("refused")
-        async with savepoint(session):
-            await insert_one.execute(session, conversation("h" * 32))
-        await insert_one.execute(session, conversation("i" * 32))
-        await session.commit()
-    async with database.session() as session:
-        kept = [(await Direct(_ROW).rows(session, {"key": k * 32})) != [] for k in "efghi"]
-    assert kept == [True, False, False, True, True]
-
-
 async def test_statements_it_cannot_run_as_they_are_are_refused(database: Database) -> None:
     expanding = select(_C.id).where(_C.id.in_(bindparam("keys", expanding=True)))
     async with database.session() as session:
@@ -294,42 +270,33 @@ async def test_a_lost_connection_is_invalidated_and_transient(
         assert await Direct(_ROW).rows(session, {"key": "e" * 32}) == []
 
 
-async def test_a_savepoint_whose_release_fails_is_rolled_back_to(
+async def test_a_chain_block_on_a_lost_connection_gets_the_loss(
     database: Database, backend: str
 ) -> None:
-    """A block that swallowed a refused statement: PostgreSQL then refuses the release too, and
-    the savepoint is rolled back to, so the rest of the transaction still commits."""
-    if backend != "postgres":
-        pytest.skip("SQLite goes on after a refused statement")
-    insert_one = Direct(insert(CONVERSATIONS))
-    async with database.session() as session:
-        await insert_one.execute(session, conversation("j" * 32))
-        with pytest.raises(DBAPIError):
-            async with savepoint(session):
-                with pytest.raises(IntegrityError):
-                    await insert_one.execute(session, conversation("j" * 32))
-        await insert_one.execute(session, conversation("k" * 32))
-        await session.commit()
-    async with database.session() as session:
-        kept = [(await Direct(_ROW).rows(session, {"key": k * 32})) != [] for k in "jk"]
-    assert kept == [True, True]
-
-
-async def test_a_savepoint_on_a_lost_connection_raises_the_loss(
-    database: Database, backend: str
-) -> None:
-    """No rollback to the savepoint is tried on a connection the error invalidated: the caller
+    """No rollback to the savepoint is tried on a connection the error invalidated: the block
     gets the transient loss, as from any statement on a lost connection, not SQLAlchemy's
-    pending-rollback error raised by a statement on the dead one."""
+    pending-rollback error raised by a statement on the dead one. The next block gets an error
+    too, and the chain raises nothing: the caller's commit fails (app/runs/starts.py)."""
     if backend != "postgres":
         pytest.skip("SQLite connections do not die with a server")
+
+    async def lost(session: Any) -> None:
+        await terminate_backends(database, await backend_pid(session))
+        asyncpg = (await session.get_raw_connection()).driver_connection
+        for _ in range(200):  # until the driver has seen it (a statement sent meanwhile may
+            if asyncpg.is_closed():  # meet the dying backend's last message instead)
+                break
+            await asyncio.sleep(0.01)
+        await Direct(_ROW).rows(session, {"key": "e" * 32})
+
     async with database.session() as session:
-        with pytest.raises(DBAPIError) as raised:
-            async with savepoint(session):
-                await terminate_backends(database, await backend_pid(session))
-                await Direct(_ROW).rows(session, {"key": "e" * 32})
-        assert is_transient(raised.value)
+        chain = SavepointChain(session)
+        await chain.run(lost)
+        await chain.run(lambda s: Direct(_ROW).rows(s, {"key": "e" * 32}))
+        outcomes = await chain.finish()
         assert session.invalidated
+    assert isinstance(outcomes[0], DBAPIError) and is_transient(outcomes[0]), outcomes
+    assert isinstance(outcomes[1], Exception)
 
 
 async def test_a_lost_connection_invalidates_the_rest_of_the_pool(

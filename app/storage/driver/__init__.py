@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from app.storage.driver.direct import Direct, Params, Row
-from app.storage.driver.savepoints import SavepointChain, savepoint
+from app.storage.driver.savepoints import SavepointChain
 from app.storage.driver.sqlite_inline import MANY_ROWS, connector
 
 __all__ = [
@@ -34,7 +34,6 @@ __all__ = [
     "SavepointChain",
     "connector",
     "ping",
-    "savepoint",
 ]
 
 

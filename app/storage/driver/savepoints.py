@@ -2,15 +2,15 @@
 
 Imports SQLAlchemy only; part of app/storage/driver, the fence around driver internals.
 SQLAlchemy's nested transaction costs some 200 µs of Python a block (its transaction objects,
-events and two ``execute`` calls); these are the same statements, sent as ``Direct`` sends its
-own (``statements``). ``SavepointChain`` runs a group's blocks one after another with one round
-trip to PostgreSQL between two of them, where a savepoint per block takes two.
+events and two ``execute`` calls); these are the savepoint statements themselves, sent as
+``Direct`` sends its own (``statements``). ``SavepointChain`` runs a group's blocks one after
+another with one round trip to PostgreSQL between two of them, where a savepoint per block
+(``SAVEPOINT`` before it, ``RELEASE`` after) takes two.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncConnection
@@ -25,32 +25,16 @@ _RELEASE = f"RELEASE SAVEPOINT {_NAME}"
 _ROLLBACK = f"ROLLBACK TO SAVEPOINT {_NAME}"
 
 
-@contextlib.asynccontextmanager
-async def savepoint(session: AsyncConnection) -> AsyncIterator[None]:
-    """What ``session.begin_nested()`` does: ``SAVEPOINT`` before the block, ``RELEASE`` after
-    it; ``ROLLBACK TO`` (then ``RELEASE``) when the block or the release raises an
-    ``Exception`` — not on a connection the error invalidated, whose transaction is gone. A
-    cancellation leaves the savepoint as it is: the caller's transaction, rolled back when its
-    connection closes, goes with it."""
-    await statements(session, _SAVEPOINT)
-    try:
-        yield
-        await statements(session, _RELEASE)
-    except Exception:
-        if not _lost(session):
-            await statements(session, _ROLLBACK, _RELEASE)
-        raise
-
-
 class SavepointChain:
-    """Blocks run one after another in one transaction, each as in its own ``savepoint``: a
+    """Blocks run one after another in one transaction, each as in a savepoint of its own: a
     block that raises an ``Exception`` has its writes undone and the exception as its outcome,
     the others keep theirs. One savepoint serves them all: released and taken again between two
     blocks (one round trip on PostgreSQL), rolled back to and kept after a failed one; the last
     block's release is ``finish``'s, before the caller commits (a release PostgreSQL refuses —
-    a block that swallowed a refused statement — undoes that block, as ``savepoint`` would). A
-    lost connection is the outcome of the blocks it takes, never raised from here: the caller's
-    commit then fails, as it did with a savepoint per block, and each block can be tried alone."""
+    a block that swallowed a refused statement — undoes that block, as its own savepoint's
+    would). A lost connection is the outcome of the blocks it takes, never raised from here:
+    the caller's commit then fails, as it did with a savepoint per block, and each block can be
+    tried alone."""
 
     def __init__(self, session: AsyncConnection) -> None:
         self.session = session
