@@ -5,10 +5,12 @@ Imports SQLAlchemy only; part of app/storage/driver, the fence around driver int
 execution context and result objects — more than SQLite takes to run one, and a run's start runs
 six (docs/performance.md). A ``Direct`` statement is a Core statement
 compiled by SQLAlchemy once per dialect and set of parameter names, run on the DBAPI cursor that
-SQLAlchemy adapted for the driver, inside one ``run_sync`` — or, on SQLite (which runs on the
-loop's thread, app/storage/driver/sqlite_inline.py) once the transaction has begun, at once on
-``sqlite3``'s own cursor, with no greenlet (a statement that finds another process's lock runs
-again the usual way, which waits without blocking the loop):
+SQLAlchemy adapted for the driver, inside one ``run_sync``. Once the transaction has begun, no
+greenlet: on SQLite (which runs on the loop's thread, app/storage/driver/sqlite_inline.py) at
+once on ``sqlite3``'s own cursor (a statement that finds another process's lock runs again the
+usual way, which waits without blocking the loop); on asyncpg awaited on the adapted cursor's
+own coroutines, what its ``execute`` runs inside the greenlet (a failure is handed to
+SQLAlchemy inside ``run_sync``, where invalidating a connection may await):
 
 - in the transaction SQLAlchemy began, or begins now (with its ``begin`` hook: SQLite's
   ``BEGIN IMMEDIATE``), so it mixes freely with statements run the usual way;
@@ -26,8 +28,9 @@ back as dicts keyed like ``Result.mappings()``. A statement's values are read as
 its dict of every bind.
 
 The failure path leans on private names of SQLAlchemy's (``Connection._handle_dbapi_exception``
-and the asyncpg dialect's schema-cache stamp), as its own execution uses them, and the values on
-the compiler's ``_collected_params`` (empty for Parley's statements);
+and the asyncpg dialect's schema-cache stamp), as its own execution uses them, the values on
+the compiler's ``_collected_params`` (empty for Parley's statements), and on asyncpg the adapted
+cursor's and connection's coroutines, mutex and transaction;
 tests/storage/test_direct.py holds each behaviour to SQLAlchemy's and
 tests/storage/test_driver_contract.py pins the names, so an upgrade that moves them
 fails there.
