@@ -133,11 +133,7 @@ class Direct:
 
     async def rows(self, session: AsyncConnection, params: Params) -> list[dict[str, Any]]:
         """Run it once with ``params``; the rows it returns."""
-        awaitable = _asyncpg(session)
-        if awaitable is not None:
-            rows, _ = await self._awaited(session, *awaitable, params, False)
-        else:
-            rows, _ = await _on_cursor(session, self._run, params, False)
+        rows, _ = await self._statement(session, params, False)
         return rows
 
     async def execute(self, session: AsyncConnection, params: Params | Sequence[Params]) -> int:
@@ -146,13 +142,18 @@ class Direct:
         many = isinstance(params, Sequence)
         if many and not params:
             return 0
+        at_once = not many or len(params) <= MANY_ROWS  # a long one goes to SQLite's thread
+        _, rowcount = await self._statement(session, params, many, at_once)
+        return rowcount
+
+    async def _statement(
+        self, session: AsyncConnection, params: Any, many: bool, at_once: bool = True
+    ) -> tuple[list[dict[str, Any]], int]:
+        """Awaited on asyncpg (``_awaited``), else on the cursor (``_run``)."""
         awaitable = _asyncpg(session)
         if awaitable is not None:
-            _, rowcount = await self._awaited(session, *awaitable, params, many)
-            return rowcount
-        at_once = not many or len(params) <= MANY_ROWS  # a long one goes to SQLite's thread
-        _, rowcount = await _on_cursor(session, self._run, params, many, at_once=at_once)
-        return rowcount
+            return await self._awaited(session, *awaitable, params, many)
+        return await _on_cursor(session, self._run, params, many, at_once=at_once)
 
     def _run(
         self, conn: Connection, sqlite: InlineSQLite | None, params: Any, many: bool
