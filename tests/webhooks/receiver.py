@@ -5,6 +5,8 @@ answers 200 only after ``slow_seconds`` (past the sender's time limit), ``redire
 to a path of its own that would accept (a sender that followed it would be "delivered"), ``ok``
 answers 204 (after ``delay_seconds``). Every request is recorded with its headers, body, what it
 was answered and the sender's port; ``in_flight`` holds the ports of requests not yet answered.
+``holding()`` keeps every request unanswered while a test looks at ``in_flight`` and acts on it
+(kill -9 of a sender): a request seen there is then certainly not answered before the act.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -49,7 +52,8 @@ class Receiver:
         self.delay_seconds = delay_seconds
         self.received: list[Received] = []
         self.in_flight: dict[int, str] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Condition()
+        self._held = False
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hooks"
@@ -83,16 +87,19 @@ class Receiver:
                     )
                     receiver.in_flight[port] = headers.get("webhook-id", "")
                 try:
-                    self._answer(step)
+                    self._answer(step, port)
                 finally:
                     with receiver._lock:
                         receiver.in_flight.pop(port, None)
 
-            def _answer(self, step: str) -> None:
+            def _answer(self, step: str, port: int) -> None:
                 if step == "timeout":
                     time.sleep(receiver.slow_seconds)
                 elif step == "ok":
                     time.sleep(receiver.delay_seconds)
+                with receiver._lock:  # answered from here on: out of in_flight, unless held
+                    receiver._lock.wait_for(lambda: not receiver._held)
+                    receiver.in_flight.pop(port, None)
                 if step == "fail":
                     self.send_response(500)
                 elif step == "redirect":
@@ -107,6 +114,19 @@ class Receiver:
                 pass
 
         return Handler
+
+    @contextmanager
+    def holding(self) -> Iterator[dict[int, str]]:
+        """``in_flight`` as it stands, with no request answered until the block ends."""
+        with self._lock:
+            self._held = True
+            flying = dict(self.in_flight)
+        try:
+            yield flying
+        finally:
+            with self._lock:
+                self._held = False
+                self._lock.notify_all()
 
     # --- what the tests read --------------------------------------------------------------------
 

@@ -126,11 +126,11 @@ async def test_kill_9_of_the_sending_process_loses_no_delivery(start_server: Sta
 async def _kill_while_sending(a: ServerProcess, receiver: Receiver) -> set[str]:
     """kill -9 ``a`` once it has a delivery in flight; the webhook-ids it was sending."""
     for _ in range(300):
-        flying = dict(receiver.in_flight)
-        mine = {flying[port] for port in ports_of(a.process.pid) & set(flying)}
-        if mine:
-            a.kill()
-            return mine
+        with receiver.holding() as flying:  # none of them answered until a is dead
+            mine = {flying[port] for port in ports_of(a.process.pid) & set(flying)}
+            if mine:
+                a.kill()
+                return mine
         await asyncio.sleep(0.02)
     raise AssertionError("the process never sent a delivery")
 
