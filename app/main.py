@@ -134,14 +134,11 @@ async def _drain_on_exit_signal(
     await asyncio.gather(services.drain(), streams.close(grace))
 
 
-async def _warm_up(app: FastAPI) -> None:
-    """Do at start-up what the first request would otherwise do: FastAPI resolves an included
-    router's routes (their parameters and validators) the first time a request walks them, and
-    anyio loads its event-loop backend on first use (the first stream of a new process took
-    20-30 ms more for these, and its provider's client tens more: ``Services.start``)."""
-    scope = {"type": "http", "method": "GET", "path": "/", "root_path": "", "headers": []}
-    for route in app.router.routes:  # "/" is no conversation route: every router is walked
-        route.matches({**scope, "query_string": b""})
+async def _warm_up() -> None:
+    """Do at start-up what the first request would otherwise do: anyio loads its event-loop
+    backend on first use (the first stream of a new process took 20-30 ms more for it, and its
+    provider's client tens more: ``Services.start``). The routes need none: each was built
+    when its module was imported (``_include_routes``)."""
     await checkpoint()  # loads anyio's backend
 
 
@@ -157,7 +154,7 @@ def _lifespan(
         await services.start()
         exiting = _exit_flag()
         services.manager.exit_requested = exiting  # a run asked for after SIGTERM: 503 at once
-        await _warm_up(app)
+        await _warm_up()
         watcher = asyncio.create_task(
             _drain_on_exit_signal(services, app.state.streams, exiting), name="parley-sigterm"
         )
@@ -188,9 +185,13 @@ TAGS = (
 
 
 def _include_routes(app: FastAPI) -> None:
-    # The stream routes first: FastAPI tries each included router's routes in turn, twice a
-    # request, and a herd's starts are the requests whose every microsecond counts
-    # (docs/performance.md: 72 µs to match POST …/stream behind two routers, 15 µs first).
+    # The routers' routes are put in the app's own list, not included: FastAPI builds an
+    # included router's routes (their parameters and validators) again for each app that
+    # includes it, on the first request that walks them, and asks every included router on
+    # every request whether its routes changed. Each route of a module's router is built once,
+    # when the module is imported, and every app serves that same route. The stream routes
+    # first: the routes are tried in turn, and a herd's starts are the requests whose every
+    # microsecond counts (docs/performance.md).
     for module in (
         streams,
         conversations,
@@ -203,7 +204,7 @@ def _include_routes(app: FastAPI) -> None:
         admin,
         webhooks,
     ):
-        app.include_router(module.router)
+        app.router.routes.extend(module.router.routes)
     mount_playground(app)
 
 
