@@ -48,10 +48,11 @@ typecheck: $(STAMP)
 
 # The tests run in parallel (pytest-xdist), each worker with its own databases
 # (tests/conftest.py); the browser tests share one worker (one chromium at a time), the longest
-# tests start first. Much of the suite waits (on servers, browsers, leases), so more workers
-# than cores finish sooner, but each costs CPU: on 2 cores 4 workers took 3m45s, 6 took 4m18s
-# (85 s more CPU), 3 took 6m29s (on a machine busy with other work too). PYTEST_WORKERS=0 runs
-# the tests in this process, as plain `pytest` does.
+# tests start first, and the uvicorn processes tests start are forked from a process that
+# imported the app once (tests/forkserver.py). Much of the suite waits (on servers, browsers,
+# leases), so more workers than cores finish sooner, but each costs CPU: on 2 cores `make test`
+# took 4m19s with 4 workers and 4m35s with 6 (2026-11-27). PYTEST_WORKERS=0 runs the tests in
+# this process, as plain `pytest` does.
 PYTEST_WORKERS ?= 4
 # Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE): every
 # worker and each of the ~100 uvicorn processes the suite starts would compile the same modules

@@ -41,6 +41,17 @@ PROVIDER_ENV_NAMES = ("PARLEY_DEFAULT_PROVIDER",)
 # The tests that share one pytest-xdist worker, run one after another there: the browser tests,
 # one chromium at a time rather than several competing for the cores under ``expect``'s timeouts.
 ONE_WORKER = ("tests/browser/",)
+# The modules whose module-scoped fixture costs seconds of CPU (a generator and tsc, uvicorn or
+# moto processes): each module's tests run on one worker, so that the fixture is made once, not
+# once on every worker that takes one of its tests.
+ONE_WORKER_EACH = (
+    "tests/api/test_typescript_types.py",
+    "tests/api/test_typescript_types_hey_api.py",
+    "tests/api/test_generated_client.py",
+    "tests/files/test_s3.py",
+    "tests/ops/test_request_heads.py",
+    "tests/spend/test_processes.py",
+)
 # The modules whose tests take longest (seconds each: schemathesis, processes killed and
 # waited for, TypeScript compilers): they run first, so that none starts near the end of a run
 # and goes on alone while the other workers have finished.
@@ -72,14 +83,18 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """``--dist loadgroup`` (``make test``): each test goes to whichever worker is free, but those
-    under ``ONE_WORKER`` all go to one. (xdist's own ``xdist_group`` marks no longer group
-    anything under pytest 9.2, whose node ids do not take the group suffix xdist appends.)"""
+    under ``ONE_WORKER`` all go to one, and those of each ``ONE_WORKER_EACH`` module to one.
+    (xdist's own ``xdist_group`` marks no longer group anything under pytest 9.2, whose node
+    ids do not take the group suffix xdist appends.)"""
     if config.getvalue("dist") != "loadgroup":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
     class OneWorkerGroups(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            if module in ONE_WORKER_EACH:
+                return module
             return next((group for group in ONE_WORKER if nodeid.startswith(group)), nodeid)
 
     return OneWorkerGroups(config, log)
