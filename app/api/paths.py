@@ -1,13 +1,18 @@
 """Paths under a prefix: Parley served at ``/parley`` by a proxy that strips it, told so with
 ``uvicorn --root-path /parley`` (docs/deploy.md).
 
-May import Starlette. uvicorn puts the root path in front of ASGI's ``path``; the app's routes
-are matched without it (what ``route_path`` gives), and the paths Parley writes for clients to
-follow (``Location``, the playground's links) need it in front (``public_path``).
+May import Starlette and FastAPI's routes. uvicorn puts the root path in front of ASGI's
+``path``; the app's routes are matched without it (what ``route_path`` gives), and the paths
+Parley writes for clients to follow (``Location``, the playground's links) need it in front
+(``public_path``). ``documented_operations`` names the routes the OpenAPI document lists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
+from fastapi.routing import APIRoute
+from starlette.routing import BaseRoute
 from starlette.types import Scope
 
 
@@ -33,3 +38,14 @@ def under_root(root_path: str, path: str) -> str:
 def file_content_path(root_path: str, file_id: str) -> str:
     """The public path of a file's bytes (``GET /files/{id}/content``)."""
     return under_root(root_path, f"/files/{file_id}/content")
+
+
+def documented_operations(routes: Iterable[BaseRoute]) -> dict[str, frozenset[str]]:
+    """The paths of the app's OpenAPI document, each with its methods, read from the routes it
+    is made from (FastAPI documents its API routes included in the schema): what a refusal
+    made before routing and a 405 need, without building the document (0.3 s of CPU)."""
+    operations: dict[str, set[str]] = {}
+    for route in routes:
+        if isinstance(route, APIRoute) and route.include_in_schema:
+            operations.setdefault(route.path, set()).update(route.methods or ())
+    return {path: frozenset(methods) for path, methods in operations.items()}

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -38,7 +38,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse
 
-from app.api.paths import route_path
+from app.api.paths import documented_operations, route_path
 from app.domain import ConversationError
 from app.observability.logs import current_request_id
 from app.runs.codes import ErrorCode, code_for
@@ -275,18 +275,18 @@ def problem_for(exc: Exception) -> ApiProblem:
     return ApiProblem("an unexpected error occurred; it has been logged")
 
 
-def allowed_methods(document: dict[str, Any], path: str) -> list[str]:
-    """Every method the document lists for a path (Starlette's 405 names only the first
-    route that matched it, so ``Allow`` would miss the others). As in OpenAPI, a path without
-    parameters that matches (``/conversations/import``) wins over the templated ones."""
-    paths: dict[str, dict[str, Any]] = document.get("paths", {})
-    if path in paths:
-        return sorted(m.upper() for m in paths[path] if m.isalpha())
+def allowed_methods(operations: Mapping[str, Iterable[str]], path: str) -> list[str]:
+    """Every method the document lists for a path (``operations``: its paths and their methods,
+    ``documented_operations``; Starlette's 405 names only the first route that matched it, so
+    ``Allow`` would miss the others). As in OpenAPI, a path without parameters that matches
+    (``/conversations/import``) wins over the templated ones."""
+    if path in operations:
+        return sorted(operations[path])
     methods: set[str] = set()
-    for template, operations in paths.items():
+    for template, listed in operations.items():
         pattern = re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template))
         if re.fullmatch(pattern, path):
-            methods |= {m.upper() for m in operations if m.isalpha()}
+            methods |= set(listed)
     return sorted(methods)
 
 
@@ -325,7 +325,8 @@ def install_problem_handlers(app: FastAPI) -> None:
         if exc.status_code == 405:
             # The document's methods, else (a page, a static file: not in the document) the
             # route's own, which Starlette put in ``Allow``.
-            methods = allowed_methods(request.app.openapi(), route_path(request.scope))
+            operations = documented_operations(request.app.routes)
+            methods = allowed_methods(operations, route_path(request.scope))
             if methods:
                 headers["Allow"] = ", ".join(methods)
         return problem_response(_http_problem(exc), headers)

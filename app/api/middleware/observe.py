@@ -20,7 +20,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.api.paths import route_path
+from app.api.paths import documented_operations, route_path
 from app.api.problems import unexpected_problem
 from app.observability import logs, metrics
 
@@ -63,7 +63,8 @@ def documented_routes(app: Any) -> list[tuple[re.Pattern[str], str]]:
     """The path templates of the app's OpenAPI document, fewest parameters first: a fixed path
     wins over a template that would match it too (``/conversations/import`` over
     ``/conversations/{conversation_id}``), as in the router."""
-    templates = sorted(app.openapi()["paths"], key=lambda template: template.count("{"))
+    operations = documented_operations(app.routes)
+    templates = sorted(operations, key=lambda template: template.count("{"))
     return [(compile_path(template)[0], template) for template in templates]
 
 
