@@ -19,17 +19,14 @@ import importlib
 import json
 import os
 import select
-import signal
 import sys
 from typing import Any
 
-SIGNALS = [s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)]
-
 
 def _serve(request: dict[str, Any]) -> None:
-    """In the child: become the server the request describes, and exit as it exits."""
-    for signum in SIGNALS:
-        signal.signal(signum, signal.SIG_DFL)
+    """In the child: become the server the request describes, and exit as it exits. Its
+    signals are as a new Python process has them (this one never changes them): SIGPIPE
+    ignored, as Python starts, so that a write to a gone client fails rather than kills it."""
     log = os.open(request["log"], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)

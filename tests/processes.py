@@ -56,6 +56,7 @@ class ServerProcess:
         argv += [*SHIPPED_SERVER, "--timeout-graceful-shutdown", "15", "--log-level", "warning"]
         # Forked from this worker's fork server, which imported uvicorn and the app once
         # (tests/forkserver.py): `python -m uvicorn` with these arguments, a second less of CPU.
+        self.argv = argv
         self.process = Forked(argv, self.env, self.log_path)
 
     def wait_ready(self, within: float = 60.0) -> ServerProcess:
