@@ -16,9 +16,9 @@ from typing import Any
 
 import httpx
 
-from tests.forked import Forked
+from tests.forked import REPO_ROOT, Forked
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+__all__ = ["REPO_ROOT", "SHIPPED_SERVER", "FreezableProxy", "ServerProcess", "free_port"]
 SHIPPED_SERVER = ("--loop", "asyncio", "--http", "app.server:BoundedHttpToolsProtocol")
 """The server options of the Makefile's ``run`` and the image's ``CMD`` (held equal to them by
 tests/ops/test_request_heads.py): the processes here are served as Parley ships."""
@@ -45,7 +45,7 @@ class ServerProcess:
             env[f"PARLEY_{key.upper()}"] = str(value)
         self.env = env
         self.log_path = log_path
-        self._log = log_path.open("ab")
+        log_path.touch()  # the server appends to it (tests/forkserver.py)
         self._spawn()
 
     def _spawn(self) -> None:
@@ -107,7 +107,6 @@ class ServerProcess:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(10)
-        self._log.close()
 
 
 class FreezableProxy:
